@@ -1,0 +1,129 @@
+"""The :class:`OutputLayer` contract shared by every method.
+
+Public methods accept ``hidden`` of shape (N, H) or (B, T, H) and ``target`` of the matching
+leading shape; they validate once, flatten to (N, H) / (N,), and call the subclass's private
+``_loss`` / ``_log_prob`` / ``_log_softmax`` / ``_topk``, which write only the mathematics on
+flat tensors. Results are reshaped back to the caller's leading shape.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import Tensor, nn
+
+from bigvocab.errors import ConfigError
+from bigvocab.validation import check_positive_int
+
+REDUCTIONS = ("mean", "sum", "none")
+
+
+class OutputLayer(nn.Module):
+    """A distribution over ``num_classes`` classes given an ``in_features``-dim hidden state.
+
+    ``loss`` is the training objective (an estimate for sampling-based methods); ``log_prob``,
+    ``log_softmax`` and ``topk`` are always exact and normalised over the whole vocabulary, so
+    perplexities of all methods are comparable.
+    """
+
+    #: True when ``loss`` produces sparse gradients (only touched rows) for some parameters,
+    #: so the trainer must pick an optimiser that accepts them.
+    sparse_grad: bool = False
+
+    def __init__(self, in_features: int, num_classes: int) -> None:
+        super().__init__()
+        self.in_features = check_positive_int("in_features", in_features)
+        self.num_classes = check_positive_int("num_classes", num_classes)
+        if num_classes < 2:
+            raise ConfigError(f"num_classes must be at least 2, got {num_classes}")
+
+    # ------------------------------------------------------------------ public, validated
+    def loss(self, hidden: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+        """Training objective; ``reduction`` is ``mean`` (over examples), ``sum`` or ``none``."""
+        if reduction not in REDUCTIONS:
+            raise ConfigError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+        flat_hidden, flat_target, lead = self._flatten(hidden, target)
+        per_example = self._loss(flat_hidden, flat_target)
+        if reduction == "mean":
+            return per_example.mean()
+        if reduction == "sum":
+            return per_example.sum()
+        return per_example.reshape(lead)
+
+    def log_prob(self, hidden: Tensor, target: Tensor) -> Tensor:
+        """Exact normalised log p(target | hidden), shape = target.shape."""
+        flat_hidden, flat_target, lead = self._flatten(hidden, target)
+        return self._log_prob(flat_hidden, flat_target).reshape(lead)
+
+    def log_softmax(self, hidden: Tensor) -> Tensor:
+        """Exact log-distribution over all classes, shape (..., V)."""
+        flat_hidden, _, lead = self._flatten(hidden, None)
+        return self._log_softmax(flat_hidden).reshape(*lead, self.num_classes)
+
+    def topk(self, hidden: Tensor, k: int) -> tuple[Tensor, Tensor]:
+        """The ``k`` most probable classes: (log-probs, ids), each of shape (..., k), best first."""
+        check_positive_int("k", k)
+        if k > self.num_classes:
+            raise ConfigError(f"k={k} exceeds the number of classes ({self.num_classes})")
+        flat_hidden, _, lead = self._flatten(hidden, None)
+        values, ids = self._topk(flat_hidden, k)
+        return values.reshape(*lead, k), ids.reshape(*lead, k)
+
+    def forward(self, hidden: Tensor, target: Tensor) -> Tensor:
+        return self.loss(hidden, target)
+
+    # ------------------------------------------------------------------ for subclasses
+    def _loss(self, hidden: Tensor, target: Tensor) -> Tensor:
+        """(N, H), (N,) -> (N,) per-example training loss. Defaults to the exact NLL."""
+        return -self._log_prob(hidden, target)
+
+    def _log_prob(self, hidden: Tensor, target: Tensor) -> Tensor:
+        """(N, H), (N,) -> (N,) exact log-probabilities."""
+        return self._log_softmax(hidden).gather(1, target.unsqueeze(1)).squeeze(1)
+
+    def _log_softmax(self, hidden: Tensor) -> Tensor:
+        """(N, H) -> (N, V)."""
+        raise NotImplementedError
+
+    def _topk(self, hidden: Tensor, k: int) -> tuple[Tensor, Tensor]:
+        """(N, H) -> ((N, k), (N, k)); subclasses with structure override with a faster search."""
+        return self._log_softmax(hidden).topk(k, dim=1)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, num_classes={self.num_classes}"
+
+    # ------------------------------------------------------------------ validation
+    def _flatten(self, hidden: Tensor, target: Optional[Tensor]) -> tuple[Tensor, Optional[Tensor], tuple[int, ...]]:
+        name = type(self).__name__
+        if not isinstance(hidden, Tensor):
+            raise TypeError(f"{name}: hidden must be a torch.Tensor, got {type(hidden).__name__}")
+        if not hidden.is_floating_point():
+            raise TypeError(f"{name}: hidden must be a floating-point tensor, got dtype {hidden.dtype}")
+        if hidden.dim() not in (2, 3):
+            raise ValueError(f"{name}: hidden must have shape (N, H) or (B, T, H), got {tuple(hidden.shape)}")
+        if hidden.shape[-1] != self.in_features:
+            raise ValueError(
+                f"{name}: hidden has {hidden.shape[-1]} features in its last dimension, "
+                f"expected in_features={self.in_features}"
+            )
+        lead = tuple(hidden.shape[:-1])
+        flat_hidden = hidden.reshape(-1, self.in_features)
+        if target is None:
+            return flat_hidden, None, lead
+        if not isinstance(target, Tensor):
+            raise TypeError(f"{name}: target must be a torch.Tensor, got {type(target).__name__}")
+        if target.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
+            raise TypeError(f"{name}: target must hold integer class ids, got dtype {target.dtype}")
+        if tuple(target.shape) != lead:
+            raise ValueError(
+                f"{name}: target shape {tuple(target.shape)} does not match hidden's leading shape {lead}"
+            )
+        if target.device != hidden.device:
+            raise ValueError(f"{name}: target is on {target.device} but hidden is on {hidden.device}")
+        flat_target = target.reshape(-1).long()
+        if flat_target.numel():
+            low, high = int(flat_target.min()), int(flat_target.max())
+            if low < 0 or high >= self.num_classes:
+                bad = low if low < 0 else high
+                raise ValueError(f"{name}: target id {bad} is outside [0, {self.num_classes})")
+        return flat_hidden, flat_target, lead
