@@ -1,0 +1,29 @@
+"""Shared fixtures: determinism, and where the optional real data lives."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def shared_data_dir() -> Path:
+    """``$BIGVOCAB_DATA`` or ``<repo>/../shared/data``; tests using it skip when it is absent."""
+    return Path(os.environ.get("BIGVOCAB_DATA", REPO.parent / "shared" / "data"))
+
+
+@pytest.fixture(autouse=True)
+def _seed_everything():
+    torch.manual_seed(0)
+    yield
+
+
+@pytest.fixture
+def data_dir() -> Path:
+    path = shared_data_dir()
+    if not path.is_dir():
+        pytest.skip(f"real data not found at {path} (set BIGVOCAB_DATA)")
+    return path

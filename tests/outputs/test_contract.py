@@ -1,0 +1,182 @@
+"""The OutputLayer contract, run over every registered layer (timm-style: a layer is tested the
+moment it is registered).
+
+On a small vocabulary, in float64, each layer must give a normalised ``log_softmax``, a
+``log_prob`` equal to it gathered (values and gradients), an exact ``topk``, a finite
+differentiable training loss whose reductions agree, (B, T, H) input, clear errors on bad input,
+and a state_dict that reproduces it.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import bigvocab
+from bigvocab.factory import _keyword_options
+
+V, H = 37, 6
+
+#: Options that select a different algorithm inside one registered name; every registered name is
+#: also tested with its defaults.
+VARIANTS: dict[str, list[dict]] = {
+    "hsm": [{"tree": "huffman"}, {"tree": "balanced"}, {"tree": "class"}, {"tree": "clustered"}],
+    "sampled": [{"shared": False}, {"remove_accidental_hits": False}],
+    "nce": [{"normaliser": "learned"}],
+}
+
+
+def _cases() -> list[tuple[str, dict]]:
+    cases = []
+    for name in bigvocab.list_outputs():
+        cases.append((name, {}))
+        cases.extend((name, options) for options in VARIANTS.get(name, []))
+    return cases
+
+
+def _case_id(case) -> str:
+    name, options = case
+    return name + "".join(f"[{k}={v}]" for k, v in options.items())
+
+
+def _side_data() -> dict:
+    """What some layers need besides H and V: frequencies, spellings, word vectors."""
+    generator = torch.Generator().manual_seed(7)
+    ranks = torch.arange(1, V + 1, dtype=torch.float64)
+    counts = (10_000 / ranks).round().long().tolist()
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = [letters[i % 26] + letters[(i * 7) % 26] * (1 + i % 3) + str(i) for i in range(V)]
+    vectors = torch.randn(V, 4, generator=generator)
+    return {"counts": counts, "words": words, "vectors": vectors}
+
+
+def build(name: str, options: dict) -> bigvocab.OutputLayer:
+    factory_options = _keyword_options(bigvocab.registry.OUTPUTS.get(name))
+    extra = {k: v for k, v in _side_data().items() if k != "counts" and (factory_options is None or k in factory_options)}
+    torch.manual_seed(3)
+    layer = bigvocab.create_output(name, H, V, counts=_side_data()["counts"], **extra, **options)
+    return layer.double()
+
+
+@pytest.fixture(params=_cases(), ids=_case_id)
+def layer(request):
+    name, options = request.param
+    built = build(name, options)
+    built.contract_case = (name, options)
+    # Perturb every parameter so that no layer passes by having symmetric (e.g. zero) initial weights.
+    with torch.no_grad():
+        for param in built.parameters():
+            param.add_(torch.randn_like(param) * 0.3)
+    return built
+
+
+def _inputs(n: int = 5):
+    hidden = torch.randn(n, H, dtype=torch.float64)
+    target = torch.arange(n) * 7 % V
+    return hidden, target
+
+
+def test_log_softmax_is_normalised(layer):
+    hidden, _ = _inputs()
+    log_p = layer.log_softmax(hidden)
+    assert log_p.shape == (5, V)
+    torch.testing.assert_close(log_p.logsumexp(1), torch.zeros(5, dtype=torch.float64), atol=1e-9, rtol=0)
+
+
+def test_log_prob_equals_gathered_log_softmax(layer):
+    hidden, target = _inputs()
+    hidden.requires_grad_(True)
+    ours = layer.log_prob(hidden, target)
+    reference = layer.log_softmax(hidden).gather(1, target[:, None]).squeeze(1)
+    torch.testing.assert_close(ours, reference, atol=1e-9, rtol=1e-9)
+    params = [p for p in layer.parameters() if p.requires_grad]
+    got = torch.autograd.grad(ours.sum(), [hidden, *params], allow_unused=True)
+    want = torch.autograd.grad(reference.sum(), [hidden, *params], allow_unused=True)
+    for g, w in zip(got, want):
+        if g is None or w is None:
+            assert (g is None or not g.to_dense().any()) and (w is None or not w.to_dense().any())
+            continue
+        torch.testing.assert_close(g.to_dense(), w.to_dense(), atol=1e-9, rtol=1e-7)
+
+
+def test_topk_is_exact(layer):
+    hidden, _ = _inputs()
+    for k in (1, 4, V):
+        values, ids = layer.topk(hidden, k)
+        ref_values, ref_ids = layer.log_softmax(hidden).topk(k, dim=1)
+        torch.testing.assert_close(values, ref_values, atol=1e-9, rtol=1e-9)
+        # Ids must agree wherever the values are not tied.
+        gaps = ref_values[:, :-1] - ref_values[:, 1:]
+        distinct = torch.cat([gaps > 1e-9, torch.ones(ids.shape[0], 1, dtype=torch.bool)], 1)
+        assert torch.equal(ids[distinct], ref_ids[distinct])
+
+
+def test_training_loss_is_finite_differentiable_and_reductions_agree(layer):
+    layer.train()
+    hidden, target = _inputs(8)
+    hidden.requires_grad_(True)
+    torch.manual_seed(11)
+    per_example = layer.loss(hidden, target, reduction="none")
+    assert per_example.shape == (8,)
+    assert torch.isfinite(per_example).all()
+    per_example.sum().backward()
+    assert hidden.grad is not None and torch.isfinite(hidden.grad).all()
+    touched = [p.grad for p in layer.parameters() if p.grad is not None]
+    assert touched, "the training loss reached no parameter of the layer"
+    for grad in touched:
+        assert torch.isfinite(grad.coalesce().values() if grad.is_sparse else grad).all()
+    torch.manual_seed(11)
+    total = layer.loss(hidden, target, reduction="sum")
+    torch.manual_seed(11)
+    mean = layer.loss(hidden, target, reduction="mean")
+    torch.testing.assert_close(total, per_example.sum())
+    torch.testing.assert_close(mean, per_example.mean())
+
+
+def test_batched_sequence_input(layer):
+    hidden = torch.randn(2, 3, H, dtype=torch.float64)
+    target = torch.randint(0, V, (2, 3))
+    assert layer.log_prob(hidden, target).shape == (2, 3)
+    assert layer.log_softmax(hidden).shape == (2, 3, V)
+    values, ids = layer.topk(hidden, 2)
+    assert values.shape == ids.shape == (2, 3, 2)
+    torch.testing.assert_close(layer.log_prob(hidden, target), layer.log_prob(hidden.reshape(6, H), target.reshape(6)).reshape(2, 3))
+    assert layer.loss(hidden, target, reduction="none").shape == (2, 3)
+
+
+@pytest.mark.parametrize(
+    "hidden_shape, target, match",
+    [
+        ((4, H + 1), torch.zeros(4, dtype=torch.long), "in_features"),
+        ((4, H), torch.zeros(5, dtype=torch.long), "does not match"),
+        ((4, H), torch.zeros(4), "integer class ids"),
+        ((4, H), torch.full((4,), V), "outside"),
+        ((4, H), torch.full((4,), -1), "outside"),
+        ((H,), torch.zeros((), dtype=torch.long), r"\(N, H\)"),
+    ],
+)
+def test_bad_input_is_named(layer, hidden_shape, target, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        layer.loss(torch.randn(*hidden_shape, dtype=torch.float64), target)
+
+
+def test_bad_k_is_named(layer):
+    hidden, _ = _inputs()
+    with pytest.raises(bigvocab.ConfigError, match="exceeds"):
+        layer.topk(hidden, V + 1)
+    with pytest.raises(bigvocab.ConfigError, match="positive"):
+        layer.topk(hidden, 0)
+
+
+def test_state_dict_round_trip(layer):
+    fresh = build(*layer.contract_case)
+    fresh.load_state_dict(layer.state_dict())
+    hidden, target = _inputs()
+    layer.eval()
+    fresh.eval()
+    torch.testing.assert_close(fresh.log_prob(hidden, target), layer.log_prob(hidden, target))
+
+
+def test_every_layer_is_registered_and_listed():
+    names = bigvocab.list_outputs()
+    assert "full" in names
+    assert len(names) == len(set(names))
