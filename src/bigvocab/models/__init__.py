@@ -1,0 +1,71 @@
+"""Models: importing this package registers ``nnlm``, ``lstm``, ``skipgram``, ``cbow`` and ``cw``.
+
+:func:`build_model` sizes the output layer from the model's configuration, builds it through
+:func:`bigvocab.create_output` and hands it to the model, so any registered output layer can be
+combined with any model that takes one.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional, Sequence
+
+from bigvocab.errors import ConfigError
+from bigvocab.factory import _keyword_options, create_output
+from bigvocab.models import cw, lstm, nnlm, word2vec  # noqa: F401  (registers)
+from bigvocab.models.base import LanguageModel
+from bigvocab.models.cw import CWRanking
+from bigvocab.models.lstm import LSTMLM
+from bigvocab.models.nnlm import NNLM
+from bigvocab.models.word2vec import CBOW, SkipGram
+from bigvocab.registry import MODELS, OUTPUTS
+
+__all__ = ["CBOW", "CWRanking", "LSTMLM", "LanguageModel", "NNLM", "SkipGram", "build_model", "list_models"]
+
+
+def list_models() -> list[str]:
+    """Names of the registered models."""
+    return MODELS.names()
+
+
+def build_model(
+    name: str,
+    vocab_size: int,
+    output_name: Optional[str],
+    *,
+    counts: Optional[Sequence[int]] = None,
+    words: Optional[Sequence[str]] = None,
+    model_kwargs: Optional[Mapping[str, Any]] = None,
+    output_kwargs: Optional[Mapping[str, Any]] = None,
+) -> LanguageModel:
+    """Build the registered model ``name`` with the output layer ``output_name``.
+
+    Args:
+        name: ``nnlm``, ``lstm``, ``skipgram``, ``cbow`` or ``cw``.
+        vocab_size: V.
+        output_name: a registered output layer (``full``, ``hsm``, ``neg``, ...); must be None for
+            ``cw``, which scores windows itself.
+        counts: training frequencies (ids sorted by descending count), given to the output layer
+            and to the models that read them (word2vec's subsampling).
+        words: the vocabulary strings, given to output layers that take ``words`` (``cnn``).
+        model_kwargs: the model's options (its config dataclass fields).
+        output_kwargs: the output layer's options.
+    """
+    cls = MODELS.get(name)
+    model_kwargs = dict(model_kwargs or {})
+    output_kwargs = dict(output_kwargs or {})
+    output = None
+    if not cls.needs_output:
+        if output_name is not None or output_kwargs:
+            raise ConfigError(
+                f"model {name!r} scores windows with its own head and takes no output layer or "
+                f"output options; got output {output_name!r}, options {sorted(output_kwargs)}"
+            )
+    elif output_name is None:
+        raise ConfigError(f"model {name!r} needs an output layer (one of: {', '.join(OUTPUTS.names())})")
+    else:
+        options = _keyword_options(OUTPUTS.get(output_name))
+        if words is not None and "words" not in output_kwargs and (options is None or "words" in options):
+            output_kwargs["words"] = words
+        in_features = cls.output_features(**model_kwargs)
+        output = create_output(output_name, in_features, vocab_size, counts=counts, **output_kwargs)
+    extra = {"counts": counts} if cls.uses_counts else {}
+    return cls(vocab_size, output, **extra, **model_kwargs)

@@ -1,0 +1,140 @@
+"""The :class:`LanguageModel` contract: an encoder that turns a batch into hidden states, and an
+output layer, passed in, that turns hidden states into a distribution over the vocabulary.
+
+A model knows nothing about which output layer it has: it feeds ``self.output`` hidden states of
+``output_features`` dimensions through the :class:`~bigvocab.outputs.base.OutputLayer` interface
+only, so every method (full, tree, sampled, ...) works with every model.
+
+Each model describes its options with a dataclass (``config_class``): the fields are the keyword
+options with their defaults, ``__post_init__`` validates them, and ``output_features()`` gives the
+in_features the output layer must have. ``output_features`` is also a classmethod of the model, so
+a builder can size the output layer before the model exists.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar, Iterator, Optional
+
+import torch
+from torch import Tensor, nn
+
+from bigvocab.errors import ConfigError
+from bigvocab.outputs.base import OutputLayer
+from bigvocab.registry import unknown_name_message
+from bigvocab.validation import check_positive_int
+
+
+def check_flag(name: str, value: object) -> bool:
+    """A boolean option; 0 and 1 are accepted too (gensim spells ``cbow_mean=1``)."""
+    if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
+        return bool(value)
+    raise ConfigError(f"{name} must be True or False (or 1 or 0), got {value!r}")
+
+
+class LanguageModel(nn.Module):
+    """Base class of the models: ``batches`` cuts a stream of ids into the model's own examples,
+    ``loss`` trains on them, ``log_prob`` scores them exactly.
+
+    Args:
+        vocab_size: V; word ids lie in [0, V).
+        output: the output layer, with ``num_classes == V`` and ``in_features`` equal to
+            ``output_features(**options)``; ``None`` only for models that score by themselves.
+        **options: the fields of ``config_class``.
+
+    Subclasses store their input embedding as ``self.embedding`` (rows from V on, if any, are
+    padding) and implement :meth:`batches` and :meth:`features`.
+    """
+
+    #: The options dataclass; it has an ``output_features()`` method.
+    config_class: ClassVar[type]
+    #: False for models that score with their own head and take no output layer (C&W ranking).
+    needs_output: ClassVar[bool] = True
+    #: True when the constructor takes the training frequencies as ``counts=``.
+    uses_counts: ClassVar[bool] = False
+
+    def __init__(self, vocab_size: int, output: Optional[OutputLayer], **options: Any) -> None:
+        super().__init__()
+        name = self.model_name()
+        self.vocab_size = check_positive_int("vocab_size", vocab_size)
+        if vocab_size < 2:
+            raise ConfigError(f"vocab_size must be at least 2, got {vocab_size}")
+        self.config = self.make_config(**options)
+        if not self.needs_output and output is not None:
+            raise ConfigError(f"model {name!r} scores with its own head and takes no output layer; pass None")
+        if self.needs_output and output is None:
+            raise ConfigError(f"model {name!r} needs an output layer (see bigvocab.list_outputs())")
+        if output is not None:
+            self._check_output(output)
+        self.output = output
+
+    def _check_output(self, output: OutputLayer) -> None:
+        name, layer = self.model_name(), type(output).__name__
+        if not isinstance(output, OutputLayer):
+            raise ConfigError(f"model {name!r}: output must be an OutputLayer, got {layer}")
+        if output.num_classes != self.vocab_size:
+            raise ConfigError(
+                f"model {name!r}: output layer {layer} has num_classes={output.num_classes} "
+                f"but the vocabulary has {self.vocab_size} words"
+            )
+        expected = self.config.output_features()
+        if output.in_features != expected:
+            raise ConfigError(
+                f"model {name!r}: output layer {layer} has in_features={output.in_features} but this "
+                f"configuration feeds it {expected}-dimensional hidden states (see output_features)"
+            )
+
+    # ------------------------------------------------------------------ configuration
+    @classmethod
+    def model_name(cls) -> str:
+        return getattr(cls, "registered_name", cls.__name__)
+
+    @classmethod
+    def make_config(cls, **options: Any) -> Any:
+        """The validated options; an unknown option names the valid ones and the closest."""
+        valid = [field.name for field in dataclasses.fields(cls.config_class)]
+        for key in options:
+            if key not in valid:
+                raise ConfigError(unknown_name_message(f"{cls.model_name()} option", key, valid))
+        return cls.config_class(**options)
+
+    @classmethod
+    def output_features(cls, **options: Any) -> int:
+        """in_features the output layer must have for this configuration."""
+        return cls.make_config(**options).output_features()
+
+    # ------------------------------------------------------------------ the contract
+    def batches(
+        self, ids: Tensor, batch_size: int, *, train: bool, generator: Optional[torch.Generator] = None
+    ) -> Iterator[dict[str, Tensor]]:
+        """The model's examples cut from the 1-D stream ``ids``. ``train=False`` is deterministic
+        and predicts every target once, in order, so the mean of ``log_prob`` is the exact
+        log-likelihood. Every batch has a ``"target"`` tensor, one element per predicted token."""
+        raise NotImplementedError
+
+    def features(self, batch: dict[str, Tensor]) -> Tensor:
+        """Hidden states for the output layer, shape ``batch["target"].shape + (H,)``."""
+        raise NotImplementedError
+
+    def loss(self, batch: dict[str, Tensor]) -> Tensor:
+        """Scalar training objective: the output layer's loss, averaged over the targets."""
+        return self.output.loss(self.features(batch), batch["target"])
+
+    def log_prob(self, batch: dict[str, Tensor]) -> Tensor:
+        """Exact log p(target | context), shape ``batch["target"].shape``."""
+        return self.output.log_prob(self.features(batch), batch["target"])
+
+    def word_vectors(self) -> Tensor:
+        """The input embedding as word vectors, (V, D); a view of the parameter, detached."""
+        return self.embedding.weight[: self.vocab_size].detach()
+
+    def sparse_params(self) -> list[nn.Parameter]:
+        """Parameters whose gradients are sparse: embeddings built with ``sparse=True`` and, when
+        the output layer reports ``sparse_grad``, its parameters. Each parameter appears once."""
+        found: dict[int, nn.Parameter] = {}
+        for module in self.modules():
+            if isinstance(module, nn.Embedding) and module.sparse:
+                found[id(module.weight)] = module.weight
+        if self.output is not None and self.output.sparse_grad:
+            for param in self.output.parameters():
+                found[id(param)] = param
+        return list(found.values())

@@ -1,0 +1,183 @@
+"""``skipgram`` and ``cbow`` -- word2vec (Mikolov, Chen, Corrado & Dean 2013, "Efficient Estimation
+of Word Representations in Vector Space"; Mikolov, Sutskever, Chen, Corrado & Dean 2013,
+"Distributed Representations of Words and Phrases and their Compositionality").
+
+Only the input side lives here: the embedding, the windows and the subsampling. The output side
+is whatever layer is passed in (``neg`` for negative sampling, ``hsm`` with a Huffman tree for
+hierarchical softmax, ``full`` for the exact softmax), with ``in_features = vector_size``.
+Option names follow gensim (``vector_size``, ``window``, ``sample``, ``cbow_mean``).
+
+Training batches follow word2vec: each pass first drops frequent words at random
+(:func:`~bigvocab.data.batching.subsample_keep_prob`), then every remaining word is a centre
+whose window is shrunk to b ~ U{1..window} words on each side; the pairs come in stream order
+(centre by centre, context left to right). Windows run over the whole stream, sentence ends
+included, since the model does not know which id ends a sentence. ``train=False`` uses the full
+window and no subsampling, so the examples are deterministic and each appears once.
+
+Skip-gram predicts each context word from the centre (the papers' formulation; word2vec.c
+predicts the centre from each context word, which gives the same pairs reversed).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Optional, Sequence, Union
+
+import torch
+from torch import Tensor, nn
+
+from bigvocab.data.batching import (
+    check_stream,
+    context_mask,
+    rebatch,
+    shrunk_radius,
+    subsample,
+    subsample_keep_prob,
+    windows_at,
+)
+from bigvocab.errors import ConfigError
+from bigvocab.models.base import LanguageModel, check_flag
+from bigvocab.registry import MODELS
+from bigvocab.validation import check_positive_int
+
+#: Centre words turned into examples at a time (bounds the memory of one chunk).
+CENTRES_PER_CHUNK = 1 << 14
+
+
+@dataclass
+class SkipGramConfig:
+    """Options of :class:`SkipGram` (gensim's defaults)."""
+
+    #: dimension of the word vectors (and the output layer's in_features).
+    vector_size: int = 100
+    #: maximum distance between the centre and a context word.
+    window: int = 5
+    #: subsampling threshold t; 0 disables it. Needs the training ``counts``.
+    sample: float = 1e-3
+    #: sparse embedding gradients, so a step touches only the rows of the words in the batch.
+    sparse: bool = True
+
+    def __post_init__(self) -> None:
+        check_positive_int("vector_size", self.vector_size)
+        check_positive_int("window", self.window)
+        if isinstance(self.sample, bool) or not isinstance(self.sample, (int, float)) or not 0 <= self.sample < 1:
+            raise ConfigError(f"sample must lie in [0, 1), got {self.sample!r}")
+        self.sparse = check_flag("sparse", self.sparse)
+
+    def output_features(self) -> int:
+        return self.vector_size
+
+
+@dataclass
+class CBOWConfig(SkipGramConfig):
+    """Options of :class:`CBOW`: those of skip-gram plus ``cbow_mean``."""
+
+    #: average the context vectors (1, the default) or sum them (0).
+    cbow_mean: bool = True
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.cbow_mean = check_flag("cbow_mean", self.cbow_mean)
+
+
+class Word2Vec(LanguageModel):
+    """What skip-gram and CBOW share: the embedding, subsampling and windows.
+
+    Args:
+        counts: training frequency of each word (V,), needed when ``sample > 0``.
+    """
+
+    uses_counts = True
+
+    def __init__(
+        self, vocab_size: int, output, *, counts: Optional[Union[Sequence[int], Tensor]] = None, **options
+    ) -> None:
+        super().__init__(vocab_size, output, **options)
+        config = self.config
+        self.embedding = nn.Embedding(vocab_size, config.vector_size, sparse=config.sparse)
+        # word2vec.c: uniform in [-0.5, 0.5) / vector_size, so initial dot products are tiny.
+        nn.init.uniform_(self.embedding.weight, -0.5 / config.vector_size, 0.5 / config.vector_size)
+        keep = None
+        if config.sample > 0:
+            if counts is None:
+                raise ConfigError(
+                    f"{self.model_name()}: sample={config.sample} subsamples frequent words and needs the "
+                    "training counts (counts=); pass them or set sample=0"
+                )
+            if len(counts) != vocab_size:
+                raise ConfigError(f"{self.model_name()}: counts has {len(counts)} entries for {vocab_size} words")
+            keep = subsample_keep_prob(counts, config.sample)
+        self.register_buffer("keep_prob", keep, persistent=False)
+
+    def _chunks(
+        self, ids: Tensor, train: bool, generator: Optional[torch.Generator]
+    ) -> Iterator[tuple[Tensor, Tensor, Tensor]]:
+        """(centre ids (C,), context ids (C, 2w), used slots (C, 2w) bool) chunk by chunk."""
+        ids = check_stream(ids, self.vocab_size, min_length=2)
+        if train and self.keep_prob is not None:
+            ids = subsample(ids, self.keep_prob, generator)
+        window = self.config.window
+        offsets = torch.cat([torch.arange(-window, 0), torch.arange(1, window + 1)]).to(ids.device)
+        for start in range(0, ids.numel(), CENTRES_PER_CHUNK):
+            positions = torch.arange(start, min(start + CENTRES_PER_CHUNK, ids.numel()), device=ids.device)
+            context, inside = windows_at(ids, positions, offsets, 0)  # 0 fills masked slots
+            if train:
+                radius = shrunk_radius(positions.numel(), window, generator, ids.device)
+                inside = context_mask(inside, offsets, radius)
+            yield ids[positions], context, inside
+
+
+@MODELS.register("skipgram")
+class SkipGram(Word2Vec):
+    """Skip-gram: the hidden state is the centre word's vector, the target one context word.
+
+    Batches: ``{"centre": (N,) long, "target": (N,) long}``, one (centre, context) pair a row.
+    """
+
+    config_class = SkipGramConfig
+
+    def batches(
+        self, ids: Tensor, batch_size: int, *, train: bool, generator: Optional[torch.Generator] = None
+    ) -> Iterator[dict[str, Tensor]]:
+        """(centre, context) pairs, ``batch_size`` at a time."""
+        pairs = (
+            (centres.repeat_interleave(used.sum(1)), context[used])
+            for centres, context, used in self._chunks(ids, train, generator)
+        )
+        for centres, targets in rebatch(pairs, batch_size):
+            yield {"centre": centres, "target": targets}
+
+    def features(self, batch: dict[str, Tensor]) -> Tensor:
+        """(N,) centre ids -> (N, vector_size)."""
+        return self.embedding(batch["centre"])
+
+
+@MODELS.register("cbow")
+class CBOW(Word2Vec):
+    """Continuous bag of words: the hidden state is the mean (``cbow_mean``) or the sum of the
+    context words' vectors, the target the centre word.
+
+    Batches: ``{"context": (N, 2·window) long, "mask": (N, 2·window) bool, "target": (N,) long}``;
+    ``mask`` marks the context slots in use (the window is shrunk and clipped at the stream's ends).
+    """
+
+    config_class = CBOWConfig
+
+    def batches(
+        self, ids: Tensor, batch_size: int, *, train: bool, generator: Optional[torch.Generator] = None
+    ) -> Iterator[dict[str, Tensor]]:
+        """One example per centre word that has at least one context word."""
+        for context, used, centres in rebatch(self._with_context(ids, train, generator), batch_size):
+            yield {"context": context, "mask": used, "target": centres}
+
+    def _with_context(
+        self, ids: Tensor, train: bool, generator: Optional[torch.Generator]
+    ) -> Iterator[tuple[Tensor, Tensor, Tensor]]:
+        for centres, context, used in self._chunks(ids, train, generator):
+            has = used.any(1)
+            yield context[has], used[has], centres[has]
+
+    def features(self, batch: dict[str, Tensor]) -> Tensor:
+        """(N, 2w) context ids and mask -> (N, vector_size)."""
+        mask = batch["mask"].unsqueeze(2).to(self.embedding.weight.dtype)
+        total = (self.embedding(batch["context"]) * mask).sum(1)
+        return total / mask.sum(1) if self.config.cbow_mean else total
