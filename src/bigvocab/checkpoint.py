@@ -1,0 +1,145 @@
+"""Checkpoint files: atomic writes, validated reads, and rebuilding a model from one.
+
+A checkpoint is a ``torch.save`` dict tagged ``{"format": "bigvocab-checkpoint", "version": 1}``.
+Everything in it is a tensor or a plain Python value (RNG states included), so it loads with
+``torch.load(weights_only=True)``: opening a checkpoint never runs code from the file.
+
+Writes go to a temporary file in the same directory, are flushed to disk, and replace the target
+with :func:`os.replace`, so a crash or a full disk mid-write leaves the previous file intact.
+"""
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import re
+import tempfile
+from pathlib import Path
+from typing import Any, Optional, Union
+
+import torch
+
+from bigvocab.errors import CheckpointError, DataError
+
+FORMAT = "bigvocab-checkpoint"
+VERSION = 1
+
+PathLike = Union[str, os.PathLike]
+
+
+def atomic_write_bytes(path: PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` so that readers see either the old file or the whole new one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def atomic_write_text(path: PathLike, text: str) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def save_checkpoint(path: PathLike, payload: dict[str, Any]) -> Path:
+    """Atomically save ``payload`` (tensors and plain values only) as a bigvocab checkpoint."""
+    buffer = io.BytesIO()
+    torch.save({"format": FORMAT, "version": VERSION, **payload}, buffer)
+    return atomic_write_bytes(path, buffer.getvalue())
+
+
+def load_checkpoint(path: PathLike, map_location: Union[str, torch.device] = "cpu") -> dict[str, Any]:
+    """Read a checkpoint written by :func:`save_checkpoint`.
+
+    Raises:
+        CheckpointError: the file is missing, truncated or corrupt, or is not a bigvocab checkpoint.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint {str(path)!r} does not exist" if not path.exists()
+                              else f"checkpoint {str(path)!r} is not a file")
+    try:
+        payload = torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as error:
+        unsafe = re.search(r"Unsupported global: GLOBAL (\S+)", str(error))
+        if unsafe is None:
+            raise CheckpointError(f"cannot read checkpoint {str(path)!r}: truncated or corrupt (not a torch file)") from None
+        raise CheckpointError(
+            f"{str(path)!r} is not a bigvocab checkpoint: it holds a Python object ({unsafe.group(1)}), "
+            "which is not loaded because unpickling it could run code"
+        ) from None
+    except Exception as error:  # torch raises many types for damaged files (zip, EOF, runtime)
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise CheckpointError(f"cannot read checkpoint {str(path)!r}: truncated or corrupt ({reason})") from None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise CheckpointError(f"{str(path)!r} is not a bigvocab checkpoint (no {FORMAT!r} tag)")
+    if payload.get("version") != VERSION:
+        raise CheckpointError(
+            f"checkpoint {str(path)!r} has format version {payload.get('version')!r}; this bigvocab reads {VERSION}"
+        )
+    return payload
+
+
+def build_from_meta(meta: dict[str, Any]):
+    """``(model, vocab)`` described by the ``meta`` dict the CLI stores in its checkpoints.
+
+    ``meta`` holds ``model``, ``output``, ``model_kwargs``, ``output_kwargs``, ``vocab`` (from
+    ``Vocab.to_dict()``) and ``seed``. The model is built under ``seed`` in a forked RNG, so any
+    random structure fixed at construction comes out the same as in the run that wrote it, and
+    the caller's RNG stream is left alone.
+    """
+    from bigvocab.data.vocab import Vocab
+    from bigvocab.models import build_model
+
+    missing = [key for key in ("model", "output", "vocab") if key not in meta]
+    if missing:
+        raise CheckpointError(f"checkpoint meta lacks {', '.join(missing)}; it was not written by `bigvocab train`")
+    vocab = Vocab.from_dict(meta["vocab"])
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(meta.get("seed", 0)))
+        model = build_model(
+            meta["model"],
+            len(vocab),
+            meta["output"],
+            counts=list(vocab.counts),
+            words=list(vocab.words),
+            model_kwargs=dict(meta.get("model_kwargs") or {}),
+            output_kwargs=dict(meta.get("output_kwargs") or {}),
+        )
+    return model, vocab
+
+
+def load_model(path: PathLike, device: Union[str, torch.device] = "cpu"):
+    """``(model, vocab, checkpoint)`` from a checkpoint written by ``bigvocab train``.
+
+    The model is in eval mode on ``device``. A checkpoint whose weights do not fit the model its
+    meta describes raises :class:`CheckpointError`.
+    """
+    checkpoint = load_checkpoint(path)
+    meta = checkpoint.get("meta") or {}
+    try:
+        model, vocab = build_from_meta(meta)
+    except DataError as error:
+        raise CheckpointError(f"checkpoint {str(path)!r} holds an invalid vocabulary: {error}") from None
+    try:
+        model.load_state_dict(checkpoint["model"])
+    except (KeyError, RuntimeError) as error:
+        first = str(error).strip().splitlines()[0]
+        raise CheckpointError(f"checkpoint {str(path)!r} does not match its model description: {first}") from None
+    return model.to(device).eval(), vocab, checkpoint
+
+
+def find_best_or_last(out_dir: PathLike) -> Optional[Path]:
+    """``best.pt`` in ``out_dir`` when a validated epoch produced one, else ``last.pt``, else None."""
+    for name in ("best.pt", "last.pt"):
+        candidate = Path(out_dir) / name
+        if candidate.is_file():
+            return candidate
+    return None

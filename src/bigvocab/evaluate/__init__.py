@@ -1,0 +1,21 @@
+"""Exact perplexity, word vectors (word2vec format, nearest neighbours), analogies, similarity."""
+from bigvocab.evaluate.analogy import AnalogyResult, SectionResult, evaluate_analogies, read_analogies
+from bigvocab.evaluate.perplexity import perplexity, perplexity_from, total_log_prob
+from bigvocab.evaluate.similarity import SimilarityResult, evaluate_similarity, read_word_pairs, spearman
+from bigvocab.evaluate.vectors import WordVectors, load_word2vec_format
+
+__all__ = [
+    "AnalogyResult",
+    "SectionResult",
+    "SimilarityResult",
+    "WordVectors",
+    "evaluate_analogies",
+    "evaluate_similarity",
+    "load_word2vec_format",
+    "perplexity",
+    "perplexity_from",
+    "read_analogies",
+    "read_word_pairs",
+    "spearman",
+    "total_log_prob",
+]
