@@ -16,9 +16,14 @@ def shared_data_dir() -> Path:
 
 
 @pytest.fixture(autouse=True)
-def _seed_everything():
+def _seed_and_one_thread():
+    """Seed every test; run single-threaded because the tests run thousands of tiny operators,
+    for which waking an intra-op thread pool costs more than the work on a small shared machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
     torch.manual_seed(0)
     yield
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture

@@ -19,15 +19,6 @@ TINY_NNLM = ["--model", "nnlm", "--output", "full", "--context", "2", "--embeddi
              "--batch-size", "64", "--no-progress"]
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny models: a thread pool on a shared machine costs more than it saves."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def run_ok(capsys, argv):
     code = main(argv)
     out, err = capsys.readouterr()

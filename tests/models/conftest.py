@@ -9,16 +9,6 @@ from torch import nn
 from bigvocab.outputs.base import OutputLayer
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """These tests run thousands of tiny ops; intra-op threads only add contention on a shared
-    machine, so run them single-threaded and restore the setting afterwards."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 class TwoLayerSoftmax(OutputLayer):
     """A softmax over a tanh layer: no ``weight`` attribute and no ``tie_weights``, so a model
     that only uses the OutputLayer interface must work with it unchanged."""

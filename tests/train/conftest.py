@@ -7,16 +7,6 @@ from bigram_stub import BigramStub, bigram_stream
 from torch import Tensor
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """These models are tiny: with several threads on a shared machine, waking the thread pool
-    costs more than the work (milliseconds per matrix product)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="session")
 def corpus() -> tuple[Tensor, Tensor]:
     return bigram_stream(600, seed=1), bigram_stream(200, seed=2)

@@ -115,9 +115,15 @@ class LanguageModel(nn.Module):
         """Hidden states for the output layer, shape ``batch["target"].shape + (H,)``."""
         raise NotImplementedError
 
+    def previous_tokens(self, batch: dict[str, Tensor]) -> Optional[Tensor]:
+        """The token just before each target (shaped like the target), or None for models whose
+        examples have no such order. The output layer receives it as ``context`` (used by
+        context-conditioned proposals such as ``ais``'s bigram)."""
+        return None
+
     def loss(self, batch: dict[str, Tensor]) -> Tensor:
         """Scalar training objective: the output layer's loss, averaged over the targets."""
-        return self.output.loss(self.features(batch), batch["target"])
+        return self.output.loss(self.features(batch), batch["target"], context=self.previous_tokens(batch))
 
     def log_prob(self, batch: dict[str, Tensor]) -> Tensor:
         """Exact log p(target | context), shape ``batch["target"].shape``."""

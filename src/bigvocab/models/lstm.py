@@ -137,6 +137,9 @@ class LSTMLM(LanguageModel):
         finally:
             self._passes.pop(pass_id, None)
 
+    def previous_tokens(self, batch: dict[str, Tensor]) -> Tensor:
+        return batch["input"]
+
     def features(self, batch: dict[str, Tensor]) -> Tensor:
         """(B, T) input ids -> (B, T, output_features); updates the pass's carried state."""
         inputs = batch["input"]

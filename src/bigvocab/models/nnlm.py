@@ -80,6 +80,10 @@ class NNLM(LanguageModel):
             context, _ = windows_at(ids, positions, offsets, self.pad_id)
             yield {"context": context, "target": ids[positions]}
 
+    def previous_tokens(self, batch: dict[str, Tensor]) -> Tensor:
+        """Targets are ``ids[1:]``, so the last context word is always a real token, never the pad."""
+        return batch["context"][:, -1]
+
     def features(self, batch: dict[str, Tensor]) -> Tensor:
         """(N, n) context ids -> (N, output_features)."""
         x = self.embedding(batch["context"]).flatten(1)

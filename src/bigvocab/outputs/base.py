@@ -26,6 +26,9 @@ class OutputLayer(nn.Module):
     perplexities of all methods are comparable.
     """
 
+    #: The flat (N,) context of the ``loss`` call in progress, else None (see :meth:`loss`).
+    loss_context: Optional[Tensor] = None
+
     #: True when ``loss`` produces sparse gradients (only touched rows) for some parameters,
     #: so the trainer must pick an optimiser that accepts them.
     sparse_grad: bool = False
@@ -38,12 +41,23 @@ class OutputLayer(nn.Module):
             raise ConfigError(f"num_classes must be at least 2, got {num_classes}")
 
     # ------------------------------------------------------------------ public, validated
-    def loss(self, hidden: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
-        """Training objective; ``reduction`` is ``mean`` (over examples), ``sum`` or ``none``."""
+    def loss(
+        self, hidden: Tensor, target: Tensor, reduction: str = "mean", *, context: Optional[Tensor] = None
+    ) -> Tensor:
+        """Training objective; ``reduction`` is ``mean`` (over examples), ``sum`` or ``none``.
+
+        ``context`` (optional, ids shaped like ``target``) is the token before each target. Models
+        that know it always pass it; only context-conditioned proposals (``ais`` with the
+        ``bigram`` sampler, Bengio & Senécal 2008) read it, as :attr:`loss_context`, during the call.
+        """
         if reduction not in REDUCTIONS:
             raise ConfigError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
         flat_hidden, flat_target, lead = self._flatten(hidden, target)
-        per_example = self._loss(flat_hidden, flat_target)
+        self.loss_context = None if context is None else self._flatten_ids("context", context, lead, hidden.device)
+        try:
+            per_example = self._loss(flat_hidden, flat_target)
+        finally:
+            self.loss_context = None
         if reduction == "mean":
             return per_example.mean()
         if reduction == "sum":
@@ -110,20 +124,23 @@ class OutputLayer(nn.Module):
         flat_hidden = hidden.reshape(-1, self.in_features)
         if target is None:
             return flat_hidden, None, lead
-        if not isinstance(target, Tensor):
-            raise TypeError(f"{name}: target must be a torch.Tensor, got {type(target).__name__}")
-        if target.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
-            raise TypeError(f"{name}: target must hold integer class ids, got dtype {target.dtype}")
-        if tuple(target.shape) != lead:
-            raise ValueError(
-                f"{name}: target shape {tuple(target.shape)} does not match hidden's leading shape {lead}"
-            )
-        if target.device != hidden.device:
-            raise ValueError(f"{name}: target is on {target.device} but hidden is on {hidden.device}")
-        flat_target = target.reshape(-1).long()
-        if flat_target.numel():
-            low, high = int(flat_target.min()), int(flat_target.max())
+        return flat_hidden, self._flatten_ids("target", target, lead, hidden.device), lead
+
+    def _flatten_ids(self, what: str, ids: Tensor, lead: tuple[int, ...], device: torch.device) -> Tensor:
+        """Class ids shaped ``lead``, on ``device``, within [0, V) -> (N,) long."""
+        name = type(self).__name__
+        if not isinstance(ids, Tensor):
+            raise TypeError(f"{name}: {what} must be a torch.Tensor, got {type(ids).__name__}")
+        if ids.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
+            raise TypeError(f"{name}: {what} must hold integer class ids, got dtype {ids.dtype}")
+        if tuple(ids.shape) != lead:
+            raise ValueError(f"{name}: {what} shape {tuple(ids.shape)} does not match hidden's leading shape {lead}")
+        if ids.device != device:
+            raise ValueError(f"{name}: {what} is on {ids.device} but hidden is on {device}")
+        flat = ids.reshape(-1).long()
+        if flat.numel():
+            low, high = int(flat.min()), int(flat.max())
             if low < 0 or high >= self.num_classes:
                 bad = low if low < 0 else high
-                raise ValueError(f"{name}: target id {bad} is outside [0, {self.num_classes})")
-        return flat_hidden, flat_target, lead
+                raise ValueError(f"{name}: {what} id {bad} is outside [0, {self.num_classes})")
+        return flat

@@ -1,4 +1,23 @@
 """Proposal distributions: importing this package registers every sampler."""
-from bigvocab.samplers.base import Sampler
 
-__all__ = ["Sampler"]
+# Registration order is the order list_samplers() shows.
+from bigvocab.samplers import uniform, unigram, log_uniform, learned, bigram  # noqa: F401,I001  (registers)
+from bigvocab.samplers.alias import AliasTable, build_alias_table
+from bigvocab.samplers.base import Sampler, log_expected_count
+from bigvocab.samplers.bigram import BigramSampler
+from bigvocab.samplers.learned import LearnedSampler
+from bigvocab.samplers.log_uniform import LogUniformSampler
+from bigvocab.samplers.uniform import UniformSampler
+from bigvocab.samplers.unigram import UnigramSampler
+
+__all__ = [
+    "AliasTable",
+    "BigramSampler",
+    "LearnedSampler",
+    "LogUniformSampler",
+    "Sampler",
+    "UniformSampler",
+    "UnigramSampler",
+    "build_alias_table",
+    "log_expected_count",
+]

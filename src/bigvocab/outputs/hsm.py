@@ -1,0 +1,378 @@
+"""``hsm`` -- hierarchical softmax (Morin & Bengio 2005; Mikolov et al. 2013; Goodman 2001).
+
+Each class is a leaf of a tree (:mod:`bigvocab.outputs.trees`); p(w | h) is the product of the
+decisions on the path from the root to w. A node with children c_0..c_{a-1} takes the decision
+softmax_j(s_j) with s_0 = 0 and s_j = h . u_j + b_j for j >= 1: the first child is the reference,
+so a binary node is the sigmoid of one vector (word2vec's ``syn1``) and a node with a children owns
+a - 1 vectors. Any tree with V leaves then has exactly V - 1 vectors, and n-ary nodes (the class
+tree) are exact softmaxes over their children, with the same expressive power as a vector per child.
+
+Costs per example: training and ``log_prob`` touch only the vectors of the nodes on the target's
+path (sum of (arity - 1) along it: about log2 V for a Huffman tree, 2 sqrt V for the class tree),
+with sparse gradients. ``log_softmax`` is exact and costs O(V H), computed level by level.
+``topk`` is exact: a node's log-probability bounds every leaf below it, so a beam search gives k
+leaves whose k-th log-probability L is a lower bound on the true k-th, and a branch-and-bound pass
+then visits only the nodes with log-probability >= L (the ones best-first search would also
+visit, up to those between L and the true k-th).
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional, Union
+
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+from bigvocab.errors import ConfigError
+from bigvocab.outputs.base import OutputLayer
+from bigvocab.outputs.functional import DEFAULT_CHUNK_ELEMENTS, gather_rows
+from bigvocab.outputs.trees import Tree, build_tree, segment_ranges
+from bigvocab.registry import OUTPUTS
+
+_TREE_STATE = ("node_parent", "node_position", "leaf_parent", "leaf_position")
+
+
+#: Gathered rows per chunk of :class:`_PairDots`: small enough to stay in the CPU cache, which made
+#: the gathers about 10x faster than one big gather at V = 1M, H = 256.
+_CACHE_ELEMENTS = 1 << 20
+
+#: Fewest rows per chunk of the exact ``log_softmax``.
+_MIN_ROWS = 16
+
+
+class _PairDots(torch.autograd.Function):
+    """``out[i] = left[left_ids[i]] . right[right_ids[i]]`` in chunks of pairs, without keeping the
+    gathered (pairs, H) operands for backward (it gathers them again, chunk by chunk)."""
+
+    @staticmethod
+    def forward(ctx, left, right, left_ids, right_ids, chunk):  # type: ignore[override]
+        out = left.new_empty(left_ids.shape[0])
+        for start in range(0, left_ids.shape[0], chunk):
+            stop = start + chunk
+            out[start:stop] = (left.index_select(0, left_ids[start:stop]) * right.index_select(0, right_ids[start:stop])).sum(1)
+        ctx.save_for_backward(left, right, left_ids, right_ids)
+        ctx.chunk = chunk
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):  # type: ignore[override]
+        left, right, left_ids, right_ids = ctx.saved_tensors
+        grad_left = torch.zeros_like(left) if ctx.needs_input_grad[0] else None
+        grad_right = torch.zeros_like(right) if ctx.needs_input_grad[1] else None
+        for start in range(0, left_ids.shape[0], ctx.chunk):
+            stop = start + ctx.chunk
+            g = grad[start:stop, None]
+            if grad_left is not None:
+                grad_left.index_add_(0, left_ids[start:stop], g * right.index_select(0, right_ids[start:stop]))
+            if grad_right is not None:
+                grad_right.index_add_(0, right_ids[start:stop], g * left.index_select(0, left_ids[start:stop]))
+        return grad_left, grad_right, None, None, None
+
+
+def _log_normaliser(logits: Tensor, segment: Tensor, num_segments: int) -> Tensor:
+    """log(1 + sum of exp(logits) over each segment) along the last dim: the 1 is the reference
+    child's exp(0). ``segment`` (T,) gives the segment of each of the T logits."""
+    index = segment.expand_as(logits)
+    peak = logits.new_zeros(*logits.shape[:-1], num_segments)
+    peak = peak.scatter_reduce(-1, index, logits.detach(), "amax", include_self=True)
+    total = torch.exp(-peak).scatter_add(-1, index, torch.exp(logits - peak.gather(-1, index)))
+    return peak + torch.log(total)
+
+
+@OUTPUTS.register("hsm")
+class HierarchicalSoftmax(OutputLayer):
+    """p(w | h) = product over the path of w of the node decisions (see the module docstring).
+
+    Args:
+        in_features: H.
+        num_classes: V.
+        tree: ``"huffman"`` (default; word2vec), ``"balanced"``, ``"class"`` (two levels, about
+            sqrt(V) frequency classes), ``"clustered"`` (needs ``vectors``), or a :class:`Tree`.
+        counts: class frequencies for ``huffman`` / ``class``; without them a Zipf law over the
+            frequency-sorted ids is assumed (see :func:`bigvocab.outputs.trees.zipf_counts`).
+        vectors: (V, D) word vectors for ``tree="clustered"`` (Mnih & Hinton 2008).
+        bias: a bias per node decision.
+        max_chunk_elements: bound on the floats held at once by the exact computations.
+
+    Parameters: ``weight`` (V - 1, H) and ``bias`` (V - 1,), one row per non-reference child.
+    The tree is part of the state_dict, so a checkpoint restores the tree it was trained with.
+    """
+
+    sparse_grad = True
+
+    def __init__(
+        self,
+        in_features: int,
+        num_classes: int,
+        *,
+        tree: Union[str, Tree] = "huffman",
+        counts=None,
+        vectors: Optional[Tensor] = None,
+        bias: bool = True,
+        max_chunk_elements: Optional[int] = None,
+    ) -> None:
+        super().__init__(in_features, num_classes)
+        if max_chunk_elements is not None and max_chunk_elements < 1:
+            raise ConfigError(f"max_chunk_elements must be positive, got {max_chunk_elements}")
+        self.max_chunk_elements = max_chunk_elements or DEFAULT_CHUNK_ELEMENTS
+        if isinstance(tree, Tree):
+            if tree.num_leaves != num_classes:
+                raise ConfigError(f"the tree has {tree.num_leaves} leaves but num_classes={num_classes}")
+        elif isinstance(tree, str):
+            tree = build_tree(tree, num_classes, counts=counts, vectors=vectors)
+        else:
+            raise ConfigError(f"tree must be a name or a Tree, got {type(tree).__name__}")
+        self.weight = nn.Parameter(torch.empty(num_classes - 1, in_features))
+        self.bias = nn.Parameter(torch.zeros(num_classes - 1)) if bias else None
+        self._set_tree(tree)
+        #: Nodes ``topk`` may expand per query before it scores that query in full instead.
+        self.search_budget = max(4096, num_classes // 32)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        bound = 1.0 / math.sqrt(self.in_features)
+        nn.init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            nn.init.zeros_(self.bias)
+
+    # ------------------------------------------------------------------ the tree as buffers
+    def _set_tree(self, tree: Tree) -> None:
+        """Register the tree's arrays: the four canonical ones persist in the state_dict, the
+        index tables derived from them do not."""
+        device = self.weight.device
+        self.tree = tree
+        for name in _TREE_STATE:
+            self.register_buffer(f"tree_{name}", getattr(tree, name).to(device))
+        num_nodes = tree.num_nodes
+        # Row of u_j for the child in slot s of node n (position >= 1): s - n - 1.
+        param_base = tree.child_offsets[:-1] - torch.arange(num_nodes)
+        unified_parent = torch.cat([tree.node_parent, tree.leaf_parent])
+        unified_position = torch.cat([tree.node_position, tree.leaf_position])
+        # Row of every unified node's own decision; the reference child points past the end,
+        # where _log_softmax appends a column of zeros.
+        edge_row = torch.where(
+            unified_position > 0, param_base[unified_parent.clamp_min(0)] + unified_position - 1, self.num_classes - 1
+        )
+        derived = {
+            "arity": tree.arity,
+            "param_base": param_base,
+            "child_offsets": tree.child_offsets,
+            "children": tree.children,
+            "param_owner": torch.repeat_interleave(torch.arange(num_nodes), tree.arity - 1),
+            "unified_parent": unified_parent.clamp_min(0),
+            "edge_row": edge_row,
+        }
+        for name, value in derived.items():
+            self.register_buffer(f"_{name}", value.to(device), persistent=False)
+        self._binary = tree.is_binary
+        levels = torch.bincount(tree.node_depth)
+        self._level_offsets = [0] + torch.cumsum(levels, 0).tolist()
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):  # type: ignore[override]
+        keys = [f"{prefix}tree_{name}" for name in _TREE_STATE]
+        if all(key in state_dict for key in keys):
+            self._set_tree(Tree(*(state_dict[key].cpu() for key in keys)))
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    @property
+    def _num_nodes(self) -> int:
+        return self.tree.num_nodes
+
+    def _pairs_per_chunk(self) -> int:
+        return max(1, min(self.max_chunk_elements, _CACHE_ELEMENTS) // self.in_features)
+
+    # ------------------------------------------------------------------ paths and decisions
+    def _steps(self, target: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Every (example, node, child position) on the targets' paths, flat: three (S,) tensors."""
+        example = torch.arange(target.shape[0], device=target.device)
+        node, position = self.tree_leaf_parent[target], self.tree_leaf_position[target]
+        examples, nodes, positions = [], [], []
+        while example.numel():
+            examples.append(example)
+            nodes.append(node)
+            positions.append(position)
+            below_root = node != 0
+            example, node = example[below_root], node[below_root]
+            node, position = self.tree_node_parent[node], self.tree_node_position[node]
+        return torch.cat(examples), torch.cat(nodes), torch.cat(positions)
+
+    def _decision_log_probs(self, hidden: Tensor, example: Tensor, node: Tensor, position: Tensor) -> Tensor:
+        """log p(child ``position`` | ``node``, hidden[``example``]) for each step, (S,).
+
+        Gathers each touched row once (sparse gradient), then one dot product per (step, row).
+        """
+        width = self._arity[node] - 1
+        step_of = torch.repeat_interleave(torch.arange(node.shape[0], device=node.device), width)
+        rows = segment_ranges(self._param_base[node], width)
+        if rows.numel() == 0:
+            return hidden.new_zeros(node.shape[0])
+        unique_rows, inverse = torch.unique(rows, return_inverse=True)
+        weight = gather_rows(self.weight, unique_rows, sparse=self.sparse_grad)
+        logits = _PairDots.apply(hidden, weight, example[step_of], inverse, self._pairs_per_chunk())
+        if self.bias is not None:
+            logits = logits + gather_rows(self.bias, unique_rows, sparse=self.sparse_grad)[inverse]
+        log_z = _log_normaliser(logits, step_of, node.shape[0])
+        first = torch.cumsum(width, 0) - width
+        chosen = logits[(first + position - 1).clamp(0, rows.numel() - 1)]
+        return torch.where(position > 0, chosen, torch.zeros_like(chosen)) - log_z
+
+    def _log_prob(self, hidden: Tensor, target: Tensor) -> Tensor:
+        example, node, position = self._steps(target)
+        step_log_p = self._decision_log_probs(hidden, example, node, position)
+        return hidden.new_zeros(target.shape[0]).index_add(0, example, step_log_p)
+
+    # ------------------------------------------------------------------ the whole distribution
+    def _log_softmax(self, hidden: Tensor) -> Tensor:
+        """Every leaf's log-probability, top-down one tree level at a time, in row chunks."""
+        # At least _MIN_ROWS rows per matrix product: with fewer, streaming the (V - 1, H) weights
+        # dominates (at V = 1M, 2 rows per chunk made it 8x slower than the full softmax).
+        per_row = 3 * (self._num_nodes + self.num_classes)
+        rows_per_chunk = max(_MIN_ROWS, self.max_chunk_elements // per_row)
+        level = self._binary_levels if self._binary else self._general_levels
+        pieces = []
+        for start in range(0, hidden.shape[0], rows_per_chunk):
+            h = hidden[start : start + rows_per_chunk]
+            logits = h @ self.weight.t()
+            if self.bias is not None:
+                logits = logits + self.bias
+            pieces.append(level(logits))
+        return torch.cat(pieces)
+
+    def _binary_levels(self, logits: Tensor) -> Tensor:
+        """(n, V - 1) node logits of a canonical binary tree -> (n, V) leaf log-probabilities."""
+        num_nodes = self._num_nodes
+        left = F.logsigmoid(-logits)  # log p(position 0 | node); position 1 adds the logit
+        node_log_p = logits.new_zeros(logits.shape[0], num_nodes)
+        out = logits.new_empty(logits.shape[0], self.num_classes)
+        offsets = self._level_offsets
+        for lo, hi, next_hi in zip(offsets[:-1], offsets[1:], [*offsets[2:], num_nodes]):
+            above = node_log_p[:, lo:hi] + left[:, lo:hi]
+            # Children of nodes lo..hi-1 fill slots 2 lo .. 2 hi - 1, in order.
+            below = torch.stack([above, above + logits[:, lo:hi]], 2).flatten(1)
+            kids = self._children[2 * lo : 2 * hi]
+            inner = kids < num_nodes
+            # Breadth-first numbering: the internal children are the next level, in order.
+            node_log_p[:, hi:next_hi] = below[:, inner]
+            out[:, kids[~inner] - num_nodes] = below[:, ~inner]
+        return out
+
+    def _general_levels(self, logits: Tensor) -> Tensor:
+        """(n, V - 1) child logits of any tree -> (n, V) leaf log-probabilities."""
+        num_nodes = self._num_nodes
+        log_z = _log_normaliser(logits, self._param_owner, num_nodes)
+        padded = torch.cat([logits, logits.new_zeros(logits.shape[0], 1)], 1)
+        # log p(x | parent(x)) for every node x, internal nodes first, then leaves.
+        decision = padded[:, self._edge_row] - log_z[:, self._unified_parent]
+        node_log_p = logits.new_zeros(logits.shape[0], num_nodes)
+        for lo, hi in zip(self._level_offsets[1:-1], self._level_offsets[2:]):
+            node_log_p[:, lo:hi] = node_log_p[:, self.tree_node_parent[lo:hi]] + decision[:, lo:hi]
+        return node_log_p[:, self.tree_leaf_parent] + decision[:, num_nodes:]
+
+    # ------------------------------------------------------------------ exact top-k
+    def _expand(self, hidden: Tensor, query: Tensor, node: Tensor, log_p: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Children of the internal ``node``s (one per query): (pair index, child unified id,
+        child log-prob, child position), one entry per child."""
+        num_pairs, chunk = node.shape[0], self._pairs_per_chunk()
+        if self._binary:
+            # Canonical binary trees: node n owns row n and the slots 2n, 2n + 1.
+            logit = _PairDots.apply(hidden, self.weight, query, node, chunk)
+            if self.bias is not None:
+                logit = logit + self.bias[node]
+            child_log_p = torch.stack([log_p - F.softplus(logit), log_p - F.softplus(-logit)], 1)
+            pair = torch.arange(num_pairs, device=node.device).repeat_interleave(2)
+            position = torch.tensor([0, 1], device=node.device).repeat(num_pairs)
+            return pair, self._children.view(-1, 2)[node].flatten(), child_log_p.flatten(), position
+        arity = self._arity[node]
+        pair = torch.repeat_interleave(torch.arange(num_pairs, device=node.device), arity)
+        slot = segment_ranges(self._child_offsets[node], arity)
+        position = slot - self._child_offsets[node][pair]
+        has_row = position > 0
+        rows = slot[has_row] - node[pair[has_row]] - 1
+        row_logits = _PairDots.apply(hidden, self.weight, query[pair[has_row]], rows, chunk)
+        if self.bias is not None:
+            row_logits = row_logits + self.bias[rows]
+        log_z = _log_normaliser(row_logits, pair[has_row], num_pairs)
+        logits = torch.zeros(slot.shape[0], dtype=hidden.dtype, device=hidden.device)
+        logits[has_row] = row_logits
+        return pair, self._children[slot], log_p[pair] + logits - log_z[pair], position
+
+    def _beam_bound(self, hidden: Tensor, k: int) -> Tensor:
+        """Log-prob of the k-th leaf found by a beam search of width k: a lower bound, (n,), on the
+        k-th largest leaf log-probability."""
+        num_nodes, n, width = self._num_nodes, hidden.shape[0], self.tree.max_arity
+        beam = torch.full((n, k), -1, dtype=torch.long, device=hidden.device)
+        beam_log_p = torch.full((n, k), float("-inf"), dtype=hidden.dtype, device=hidden.device)
+        beam[:, 0], beam_log_p[:, 0] = 0, 0.0
+        while True:
+            internal = (beam >= 0) & (beam < num_nodes)
+            if not internal.any():
+                return beam_log_p[:, k - 1]
+            query, column = internal.nonzero(as_tuple=True)
+            pair, child, child_log_p, position = self._expand(hidden, query, beam[query, column], beam_log_p[query, column])
+            # Candidates: the leaves already in the beam, then each expanded item's children.
+            leaf = beam >= num_nodes
+            cand = torch.cat([torch.where(leaf, beam, -1), beam.new_full((n, k * width), -1)], 1)
+            cand_log_p = torch.cat(
+                [torch.where(leaf, beam_log_p, float("-inf")), beam_log_p.new_full((n, k * width), float("-inf"))], 1
+            )
+            slot = k + column[pair] * width + position
+            cand[query[pair], slot] = child
+            cand_log_p[query[pair], slot] = child_log_p
+            beam_log_p, best = cand_log_p.topk(k, dim=1)
+            beam = cand.gather(1, best)
+
+    def _topk(self, hidden: Tensor, k: int) -> tuple[Tensor, Tensor]:
+        with torch.no_grad():
+            per_chunk = max(1, self.max_chunk_elements // (k * (self.tree.max_arity + 1)))
+            pieces = [self._topk_chunk(hidden[start : start + per_chunk], k) for start in range(0, hidden.shape[0], per_chunk)]
+        return torch.cat([p[0] for p in pieces]), torch.cat([p[1] for p in pieces])
+
+    def _topk_chunk(self, hidden: Tensor, k: int) -> tuple[Tensor, Tensor]:
+        num_nodes, n = self._num_nodes, hidden.shape[0]
+        bound = self._beam_bound(hidden, k)
+        # Slack for rounding: the beam's leaves must pass again; extra nodes cost time only.
+        bound = bound - 64 * torch.finfo(hidden.dtype).eps * (1 + bound.abs())
+        query = torch.arange(n, device=hidden.device)
+        node = torch.zeros(n, dtype=torch.long, device=hidden.device)
+        log_p = hidden.new_zeros(n)
+        spent = torch.zeros(n, dtype=torch.long, device=hidden.device)
+        found_query, found_leaf, found_log_p = [], [], []
+        while query.numel():
+            spent += torch.bincount(query, minlength=n)
+            within = spent[query] <= self.search_budget
+            query, node, log_p = query[within], node[within], log_p[within]
+            pair, child, child_log_p, _ = self._expand(hidden, query, node, log_p)
+            child_query = query[pair]
+            keep = child_log_p >= bound[child_query]
+            leaf = keep & (child >= num_nodes)
+            found_query.append(child_query[leaf])
+            found_leaf.append(child[leaf] - num_nodes)
+            found_log_p.append(child_log_p[leaf])
+            inner = keep & (child < num_nodes)
+            query, node, log_p = child_query[inner], child[inner], child_log_p[inner]
+        values, ids = _ragged_topk(torch.cat(found_query), torch.cat(found_leaf), torch.cat(found_log_p), n, k)
+        # A flat distribution (e.g. untrained) leaves too many nodes above the bound: those
+        # queries are cheaper to score in full.
+        dense = (spent > self.search_budget).nonzero().flatten()
+        if dense.numel():
+            values[dense], ids[dense] = self._log_softmax(hidden[dense]).topk(k, dim=1)
+        return values, ids
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + f", tree={self.tree!r}, bias={self.bias is not None}"
+
+
+def _ragged_topk(group: Tensor, ids: Tensor, values: Tensor, num_groups: int, k: int) -> tuple[Tensor, Tensor]:
+    """Top-k ``values`` (and their ``ids``) within each group; every group has at least k entries."""
+    order = torch.argsort(group, stable=True)
+    group, ids, values = group[order], ids[order], values[order]
+    counts = torch.bincount(group, minlength=num_groups)
+    column = torch.arange(group.shape[0], device=group.device) - torch.repeat_interleave(torch.cumsum(counts, 0) - counts, counts)
+    width = max(k, int(counts.max()))
+    padded = values.new_full((num_groups, width), float("-inf"))
+    padded_ids = ids.new_zeros((num_groups, width))
+    padded[group, column] = values
+    padded_ids[group, column] = ids
+    best, where = padded.topk(k, dim=1)
+    return best, padded_ids.gather(1, where)

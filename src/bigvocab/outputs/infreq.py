@@ -1,0 +1,60 @@
+"""``infreq`` -- infrequent normalisation (Andreas & Klein 2015, "When and why are log-linear
+models self-normalizing?").
+
+Self-normalisation's penalty is needed only on a sample of the data: a random fraction γ of each
+batch pays for log Z, the rest are trained on their unnormalised score alone:
+
+    loss_n = -s_{t_n} + [n ∈ H] (α / γ) (log Z_n)²,   H a random subset of the batch.
+
+Here H has m = max(1, round(γN)) examples drawn uniformly without replacement and the scale is
+α N / m (α / γ when γN is whole), so every example is in H with probability m / N and the
+expected penalty is exactly Devlin et al.'s α (log Z_n)². Only the m chosen rows cost O(V).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from bigvocab.outputs.selfnorm import SelfNormalised
+from bigvocab.registry import OUTPUTS
+from bigvocab.validation import check_probability
+
+
+@OUTPUTS.register("infreq")
+class InfrequentNormalisation(SelfNormalised):
+    """Self-normalisation with the normaliser computed on a fraction γ of the examples.
+
+    Args:
+        alpha: penalty weight α.
+        gamma: fraction of each batch whose log Z is computed, in (0, 1].
+        bias, max_chunk_elements: as for ``full``.
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        num_classes: int,
+        *,
+        alpha: float = 0.1,
+        gamma: float = 0.1,
+        bias: bool = True,
+        max_chunk_elements: Optional[int] = None,
+    ) -> None:
+        super().__init__(in_features, num_classes, alpha=alpha, bias=bias, max_chunk_elements=max_chunk_elements)
+        self.gamma = check_probability("gamma", gamma, allow_zero=False)
+
+    def _loss(self, hidden: Tensor, target: Tensor) -> Tensor:
+        batch_size = hidden.shape[0]
+        loss = -self.target_logits(hidden, target)
+        if batch_size == 0:
+            return loss
+        chosen = max(1, round(self.gamma * batch_size))
+        subset = torch.randperm(batch_size, device=hidden.device)[:chosen]
+        log_z, _ = self.log_normaliser(hidden[subset], target[subset])
+        return loss.index_add(0, subset, (self.alpha * batch_size / chosen) * log_z.square())
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + f", gamma={self.gamma}"

@@ -1,0 +1,94 @@
+"""``nce`` -- noise-contrastive estimation (Gutmann & Hyvärinen 2010; Mnih & Teh 2012).
+
+Training becomes logistic regression between the data and k noise samples from Q. With the
+model's unnormalised probability p(w) = exp(s_w - log Z) the posterior that w came from the data
+is σ(Δ(w)), Δ(w) = s_w - log Z - log(k Q(w)), and the per-example loss is
+
+    -log σ(Δ(target)) - Σ_j log σ(-Δ(y_j)),    y_j ~ Q, with replacement.
+
+Its gradient, -(1 - σ(Δ_t)) ∇s_t + Σ_j σ(Δ_j) ∇s_j, tends as k grows to
+-∇s_t + Σ_w exp(s_w - log Z) ∇s_w, the maximum-likelihood gradient when log Z is the true log
+normaliser. Mnih & Teh fix Z = 1 (the network learns to self-normalise); ``normaliser="learned"``
+makes log Z one trained scalar (Gutmann & Hyvärinen's c). Noise samples may equal the target:
+NCE counts them as noise, so there is no accidental-hit removal.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from bigvocab.errors import ConfigError
+from bigvocab.outputs.sampling import SamplerSpec, SamplingOutput
+from bigvocab.registry import OUTPUTS
+from bigvocab.samplers.base import log_expected_count
+
+NORMALISERS = ("fixed", "learned")
+
+
+@OUTPUTS.register("nce")
+class NoiseContrastiveEstimation(SamplingOutput):
+    """NCE with k noise samples per target; exact evaluation over the same (V, H) weights.
+
+    Args:
+        num_samples: k noise samples (default min(25, V - 1), Mnih & Teh's choice).
+        sampler: the noise distribution; default ``unigram`` (needs ``counts``).
+        counts: training frequencies of the classes.
+        shared: one noise set for the whole batch (default) or one per example.
+        normaliser: ``"fixed"`` (log Z held at ``log_z``) or ``"learned"`` (a trained scalar).
+        log_z: the fixed value, or the starting value of the learned one (default 0, i.e. Z = 1).
+        bias, max_chunk_elements: as for ``full``.
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        num_classes: int,
+        *,
+        num_samples: Optional[int] = None,
+        sampler: SamplerSpec = None,
+        counts: Optional[Sequence[float]] = None,
+        shared: bool = True,
+        normaliser: str = "fixed",
+        log_z: float = 0.0,
+        bias: bool = True,
+        max_chunk_elements: Optional[int] = None,
+    ) -> None:
+        super().__init__(
+            in_features,
+            num_classes,
+            num_samples=num_samples,
+            default_num_samples=25,
+            sampler=sampler,
+            default_sampler=("unigram", {}),
+            counts=counts,
+            shared=shared,
+            bias=bias,
+            max_chunk_elements=max_chunk_elements,
+        )
+        if normaliser not in NORMALISERS:
+            raise ConfigError(f"normaliser must be one of {NORMALISERS}, got {normaliser!r}")
+        if isinstance(log_z, bool) or not isinstance(log_z, (int, float)) or not math.isfinite(log_z):
+            raise ConfigError(f"log_z must be a finite number, got {log_z!r}")
+        self.normaliser = normaliser
+        if normaliser == "learned":
+            self.log_z = nn.Parameter(torch.tensor(float(log_z)))
+        else:
+            self.register_buffer("log_z", torch.tensor(float(log_z)))
+
+    def _loss(self, hidden: Tensor, target: Tensor) -> Tensor:
+        noise, num_draws = self._draw(hidden.shape[0])
+        log_kq_target = log_expected_count(self.sampler.log_q(target), num_draws, unique=False)
+        log_kq_noise = log_expected_count(self.sampler.log_q(noise), num_draws, unique=False)
+        delta_target = self.target_logits(hidden, target) - self.log_z - log_kq_target
+        delta_noise = self.class_logits(hidden, noise) - self.log_z - log_kq_noise
+        self._observe(target)
+        # -log σ(x) = softplus(-x) and -log σ(-x) = softplus(x), both stable for large |x|.
+        return F.softplus(-delta_target) + F.softplus(delta_noise).sum(dim=1)
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + f", normaliser={self.normaliser!r}"

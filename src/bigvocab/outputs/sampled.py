@@ -1,0 +1,92 @@
+"""``sampled`` -- importance sampling / sampled softmax (Bengio & Senécal 2003; Jean et al. 2015).
+
+The softmax is computed over the target and k classes drawn from a proposal Q, each logit
+corrected by the log of its expected count in the candidate set (the log-Q correction):
+
+    loss = -log [ exp(s_t - log m_t) / (exp(s_t - log m_t) + Σ_j exp(s_j - log m_j)) ]
+
+with m = k Q(y) for draws with replacement and m = 1 - (1 - Q(y))^T for T draws kept unique
+(:func:`~bigvocab.samplers.base.log_expected_count`). Sampled copies of the target ("accidental
+hits") are dropped. Samples are shared across the batch (Jozefowicz et al. 2016) or drawn per
+example. The gradient is a self-normalised importance-sampling estimate of the exact one; it
+reaches the exact gradient when the candidates cover the vocabulary.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import torch
+from torch import Tensor
+
+from bigvocab.errors import ConfigError
+from bigvocab.outputs.sampling import SamplerSpec, SamplingOutput, check_flag, remove_accidental_hits, sampled_logits
+from bigvocab.registry import OUTPUTS
+from bigvocab.samplers.base import log_expected_count
+
+
+@OUTPUTS.register("sampled")
+class SampledSoftmax(SamplingOutput):
+    """Sampled softmax with log-Q correction; exact evaluation over the same (V, H) weights.
+
+    Args:
+        num_samples: k negatives per step (default min(1024, V - 1)).
+        sampler: the proposal; default ``unigram`` when ``counts`` are given (Bengio & Senécal
+            2003), else ``log_uniform`` (Zipfian over frequency-sorted ids, TensorFlow's default).
+        counts: training frequencies of the classes.
+        shared: one sample set for the whole batch (default) or one per example.
+        unique: draw until k distinct ids have appeared (TensorFlow-style); needs ``shared``, and
+            None (the default) means ``shared``: per-example samples are drawn with replacement.
+        remove_accidental_hits: drop sampled copies of each example's target.
+        bias, max_chunk_elements: as for ``full``.
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        num_classes: int,
+        *,
+        num_samples: Optional[int] = None,
+        sampler: SamplerSpec = None,
+        counts: Optional[Sequence[float]] = None,
+        shared: bool = True,
+        unique: Optional[bool] = None,
+        remove_accidental_hits: bool = True,
+        bias: bool = True,
+        max_chunk_elements: Optional[int] = None,
+    ) -> None:
+        super().__init__(
+            in_features,
+            num_classes,
+            num_samples=num_samples,
+            default_num_samples=1024,
+            sampler=sampler,
+            default_sampler=("unigram", {}) if counts is not None else ("log_uniform", {}),
+            counts=counts,
+            shared=shared,
+            bias=bias,
+            max_chunk_elements=max_chunk_elements,
+        )
+        self.unique = check_flag("unique", self.shared if unique is None else unique)
+        self.remove_accidental_hits = check_flag("remove_accidental_hits", remove_accidental_hits)
+        if self.unique and not self.shared:
+            raise ConfigError("unique=True needs shared=True (per-example samples are drawn with replacement)")
+        if self.unique and self.sampler.conditional:
+            raise ConfigError(f"unique=True needs an unconditional sampler, not {type(self.sampler).__name__}")
+
+    def _loss(self, hidden: Tensor, target: Tensor) -> Tensor:
+        sampled, num_draws = self._draw(hidden.shape[0], unique=self.unique)
+        sampled_logit = self.class_logits(hidden, sampled)
+        if self.remove_accidental_hits:
+            sampled_logit = remove_accidental_hits(sampled_logit, target, sampled)
+        logits = sampled_logits(
+            self.target_logits(hidden, target),
+            sampled_logit,
+            log_expected_count(self.sampler.log_q(target), num_draws, unique=self.unique),
+            log_expected_count(self.sampler.log_q(sampled), num_draws, unique=self.unique),
+        )
+        self._observe(target)
+        return torch.logsumexp(logits, dim=1) - logits[:, 0]
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + f", unique={self.unique}, remove_accidental_hits={self.remove_accidental_hits}"

@@ -1,0 +1,126 @@
+"""What the sampling-based layers share: small pure functions and a base class.
+
+Pure functions (tested on their own, composed by ``sampled``, ``nce``, ``neg`` and ``ais``):
+
+* :func:`accidental_hits` / :func:`remove_accidental_hits` -- sampled classes that equal the
+  example's own target;
+* :func:`sampled_logits` -- target and sampled logits side by side with the log-Q correction.
+
+:class:`SamplingOutput` holds the sampler (a registered name or a :class:`Sampler`), the number
+of samples and the shared/per-example choice, and draws the candidates. Its weights are the
+:class:`LinearOutput`'s, so evaluation stays exact; only the rows a step samples receive (sparse)
+gradients.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence, Union
+
+import torch
+from torch import Tensor
+
+from bigvocab.errors import ConfigError
+from bigvocab.factory import create_sampler
+from bigvocab.outputs.linear import LinearOutput
+from bigvocab.samplers.base import Sampler
+from bigvocab.validation import check_num_samples
+
+SamplerSpec = Union[str, Sampler, None]
+
+
+def accidental_hits(target: Tensor, sampled: Tensor) -> Tensor:
+    """Bool (N, k): sampled id equals the row's target. ``sampled`` is (k,) shared or (N, k)."""
+    return target.unsqueeze(1) == (sampled.unsqueeze(0) if sampled.dim() == 1 else sampled)
+
+
+def remove_accidental_hits(logits: Tensor, target: Tensor, sampled: Tensor) -> Tensor:
+    """``logits`` (N, k) with the accidental hits set to -inf, so a sampled copy of the target
+    is not counted as a negative (TensorFlow's ``remove_accidental_hits``)."""
+    return logits.masked_fill(accidental_hits(target, sampled), float("-inf"))
+
+
+def sampled_logits(
+    target_logit: Tensor, sampled_logit: Tensor, target_log_count: Tensor, sampled_log_count: Tensor
+) -> Tensor:
+    """(N, 1 + k) logits with column 0 the target, each minus the log of its expected count in the
+    candidate set (the log-Q correction that makes the sampled softmax consistent; Bengio &
+    Senécal 2003, Jean et al. 2015). Shapes: (N,), (N, k), (N,), (k,) or (N, k)."""
+    corrected = sampled_logit - sampled_log_count
+    return torch.cat([(target_logit - target_log_count).unsqueeze(1), corrected], dim=1)
+
+
+def resolve_sampler(
+    sampler: SamplerSpec, num_classes: int, counts: Optional[Sequence[float]], default: str, **default_options: Any
+) -> Sampler:
+    """A :class:`Sampler` from a registered name, an instance, or None (``default`` built with
+    ``default_options``, the layer's paper default)."""
+    if isinstance(sampler, Sampler):
+        if sampler.num_classes != num_classes:
+            raise ConfigError(f"the sampler covers {sampler.num_classes} classes but the layer has {num_classes}")
+        return sampler
+    if sampler is None:
+        return create_sampler(default, num_classes, counts=counts, **default_options)
+    if isinstance(sampler, str):
+        return create_sampler(sampler, num_classes, counts=counts)
+    raise ConfigError(f"sampler must be a registered name or a Sampler instance, got {type(sampler).__name__}")
+
+
+def check_flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
+class SamplingOutput(LinearOutput):
+    """A linear softmax trained on ``num_samples`` classes drawn from ``sampler`` per step.
+
+    Args (shared by the sampling layers):
+        num_samples: k, 1 <= k < V; None takes the layer's paper default (at most V - 1).
+        sampler: registered sampler name, a :class:`Sampler`, or None for the layer's default.
+        counts: training frequencies, read by samplers that need them (``unigram``).
+        shared: draw one set of k samples for the whole batch (Jozefowicz et al. 2016) rather
+            than k per example; shared sets cost one (k, H) gather instead of (N, k, H).
+    """
+
+    sparse_grad = True
+
+    def __init__(
+        self,
+        in_features: int,
+        num_classes: int,
+        *,
+        num_samples: Optional[int],
+        default_num_samples: int,
+        sampler: SamplerSpec,
+        default_sampler: tuple[str, dict],
+        counts: Optional[Sequence[float]],
+        shared: bool,
+        bias: bool,
+        max_chunk_elements: Optional[int],
+    ) -> None:
+        super().__init__(in_features, num_classes, bias=bias, max_chunk_elements=max_chunk_elements)
+        if num_samples is None:
+            num_samples = min(default_num_samples, num_classes - 1)
+        self.num_samples = check_num_samples(num_samples, num_classes)
+        self.shared = check_flag("shared", shared)
+        name, options = default_sampler
+        self.sampler = resolve_sampler(sampler, num_classes, counts, name, **options)
+
+    def _draw(self, batch_size: int, *, unique: bool = False) -> tuple[Tensor, int]:
+        """Candidate ids, (k,) shared or (N, k), and the number of draws behind them (k, or the
+        tries of a unique draw) for :func:`~bigvocab.samplers.base.log_expected_count`."""
+        if unique:
+            return self.sampler.sample_unique(self.num_samples)
+        if self.shared:
+            return self.sampler.sample(self.num_samples), self.num_samples
+        ids = self.sampler.sample(batch_size * self.num_samples)
+        return ids.reshape(batch_size, self.num_samples), self.num_samples
+
+    def _observe(self, target: Tensor, **kwargs: Any) -> None:
+        """Let an adaptive sampler learn from the step's targets (training mode only, so that
+        computing a validation loss never changes the proposal)."""
+        if self.training:
+            self.sampler.update(target.detach(), **kwargs)
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + f", num_samples={self.num_samples}, shared={self.shared}"

@@ -1,0 +1,27 @@
+"""``uniform`` -- every class equally likely: Q(i) = 1/V."""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from bigvocab.registry import SAMPLERS
+from bigvocab.samplers.base import Sampler
+from bigvocab.validation import check_positive_int
+
+
+@SAMPLERS.register("uniform")
+class UniformSampler(Sampler):
+    """The uniform proposal over ``num_classes`` ids; needs no counts."""
+
+    def sample(
+        self, num_samples: int, *, context: Optional[Tensor] = None, generator: Optional[torch.Generator] = None
+    ) -> Tensor:
+        check_positive_int("num_samples", num_samples)
+        return torch.randint(self.num_classes, (num_samples,), generator=generator, device=self.device)
+
+    def log_q(self, ids: Tensor, *, context: Optional[Tensor] = None) -> Tensor:
+        return torch.full(ids.shape, -math.log(self.num_classes), device=ids.device)

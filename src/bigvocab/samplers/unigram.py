@@ -1,0 +1,55 @@
+"""``unigram`` -- the training frequencies raised to a power, drawn with a Walker alias table.
+
+``power=1`` is the plain unigram (Bengio & Senécal 2003; Mnih & Teh 2012); ``power=0.75`` is the
+flattened unigram of word2vec's negative sampling (Mikolov et al. 2013).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence, Union
+
+import torch
+from torch import Tensor
+
+from bigvocab.errors import ConfigError
+from bigvocab.registry import SAMPLERS
+from bigvocab.samplers.alias import AliasTable
+from bigvocab.samplers.base import Sampler, as_counts
+from bigvocab.validation import check_positive_int
+
+
+@SAMPLERS.register("unigram")
+class UnigramSampler(Sampler):
+    """Q(i) proportional to counts[i] ** power; O(V) to build once, O(1) per draw.
+
+    Args:
+        num_classes: V.
+        counts: (V,) training frequencies (required).
+        power: exponent applied to the counts, >= 0.
+    """
+
+    def __init__(
+        self, num_classes: int, *, counts: Optional[Union[Sequence[float], Tensor]] = None, power: float = 1.0
+    ) -> None:
+        super().__init__(num_classes)
+        if counts is None:
+            raise ConfigError(
+                "the 'unigram' sampler needs counts= (the training frequency of each class); pass counts, "
+                "or choose a sampler that does not need them: 'uniform', 'log_uniform' or 'learned'"
+            )
+        if isinstance(power, bool) or not isinstance(power, (int, float)) or not math.isfinite(power) or power < 0:
+            raise ConfigError(f"power must be a finite number >= 0, got {power!r}")
+        self.power = float(power)
+        self.table = AliasTable(as_counts(counts, num_classes, "unigram sampler").pow(self.power))
+
+    def sample(
+        self, num_samples: int, *, context: Optional[Tensor] = None, generator: Optional[torch.Generator] = None
+    ) -> Tensor:
+        return self.table.sample((check_positive_int("num_samples", num_samples),), generator)
+
+    def log_q(self, ids: Tensor, *, context: Optional[Tensor] = None) -> Tensor:
+        return self.table.log_prob(ids)
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + f", power={self.power}"

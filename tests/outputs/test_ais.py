@@ -1,0 +1,134 @@
+"""Adaptive importance sampling: the estimator against a brute-force formula, the effective
+sample size and the extra blocks it triggers, and the previous-token context hook."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import bigvocab
+from bigvocab.errors import ConfigError
+from bigvocab.outputs.ais import effective_sample_size
+
+V, H, N = 20, 4, 5
+
+
+def counts() -> list[float]:
+    return [500.0 / (i + 1) for i in range(V)]
+
+
+def fitted_layer(**options):
+    torch.manual_seed(0)
+    layer = bigvocab.create_output("ais", H, V, counts=counts(), **options)
+    tokens = torch.randint(0, V, (300,), generator=torch.Generator().manual_seed(1))
+    tokens[1::2] = (tokens[0::2] + 1) % V
+    layer.sampler.fit(tokens)
+    with torch.no_grad():
+        layer.bias.normal_()
+    return layer
+
+
+def test_effective_sample_size():
+    assert float(effective_sample_size(torch.zeros(1, 8))) == pytest.approx(8)
+    one_hot = torch.full((1, 8), float("-inf"))
+    one_hot[0, 3] = 0.0
+    assert float(effective_sample_size(one_hot)) == pytest.approx(1)
+    log_w = torch.randn(3, 6, dtype=torch.float64)
+    w = log_w.exp()
+    torch.testing.assert_close(effective_sample_size(log_w), w.sum(1) ** 2 / (w**2).sum(1))
+
+
+@pytest.mark.parametrize("with_context", [True, False])
+def test_loss_matches_the_importance_sampling_formula(with_context):
+    """One block (min_ess tiny): loss_n = log[(1/k) Σ_j exp(s_{y_j}) / Q(y_j | c_n)] - s_{t_n}."""
+    layer = fitted_layer(num_samples=6, min_ess=1e-6).eval()  # eval: the step leaves Q as it was drawn from
+    hidden, target = torch.randn(N, H), torch.tensor([0, 4, 4, 9, 19])
+    context = torch.tensor([3, 3, 7, 19, 0])
+    torch.manual_seed(3)
+    ours = layer.loss(hidden, target, reduction="none", context=context if with_context else None)
+    assert layer.last_num_samples == 6
+    torch.manual_seed(3)
+    samples = layer.sampler.sample(6, context=context) if with_context else layer.sampler.sample(N * 6).reshape(N, 6)
+    log_q = layer.sampler.log_q(samples, context=context if with_context else None).double()
+    weight, bias = layer.weight.detach().double(), layer.bias.detach().double()
+    for n in range(N):
+        ratios = [
+            math.exp(float(hidden[n].double() @ weight[y] + bias[y]) - float(log_q[n, j]))
+            for j, y in enumerate(samples[n])
+        ]
+        expected = math.log(sum(ratios) / 6) - float(hidden[n].double() @ weight[target[n]] + bias[target[n]])
+        assert float(ours[n]) == pytest.approx(expected, rel=1e-5, abs=1e-5)
+
+
+def test_more_blocks_only_for_examples_with_low_ess():
+    """Row 0 has a nearly flat model (ESS near k, above min_ess) and must use its first block only;
+    row 1 puts almost all mass on one class (ESS ~ 1) and keeps drawing until max_samples.
+    (float32 logits: agreement to 1e-5.)"""
+    torch.manual_seed(0)
+    layer = bigvocab.create_output("ais", H, V, sampler="uniform", num_samples=4, min_ess=2.0, max_samples=12)
+    with torch.no_grad():
+        layer.weight.zero_()
+        layer.bias.zero_()
+        layer.weight[7, 0] = 12.0
+    hidden = torch.tensor([[0.0, 0.1, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]])
+    target = torch.tensor([1, 7])
+    with torch.no_grad():
+        layer.bias[:5] = torch.tensor([0.1, -0.2, 0.3, 0.0, 0.2])
+    torch.manual_seed(11)
+    ours = layer.loss(hidden, target, reduction="none")
+    assert layer.last_num_samples == 12
+    torch.manual_seed(11)
+    blocks = [layer.sampler.sample(2 * 4).reshape(2, 4) for _ in range(3)]
+    logits = layer.logits(hidden).detach().double()
+    first = logits[0, blocks[0][0]] + math.log(V)
+    torch.testing.assert_close(
+        ours[0].double(), torch.logsumexp(first, 0) - math.log(4) - logits[0, 1], atol=1e-5, rtol=1e-5
+    )
+    every = logits[1, torch.cat([b[1] for b in blocks])] + math.log(V)
+    torch.testing.assert_close(
+        ours[1].double(), torch.logsumexp(every, 0) - math.log(12) - logits[1, 7], atol=1e-5, rtol=1e-5
+    )
+
+
+def test_flat_model_and_flat_proposal_need_one_block():
+    layer = bigvocab.create_output("ais", H, V, sampler="uniform", num_samples=8, min_ess=8.0)
+    with torch.no_grad():
+        layer.weight.zero_()
+        layer.bias.zero_()
+    layer.loss(torch.randn(N, H), torch.randint(0, V, (N,)))
+    assert layer.last_num_samples == 8 and layer.last_ess == pytest.approx(8)
+
+
+def test_context_is_used_for_one_call_and_checked():
+    layer = fitted_layer(num_samples=4)
+    hidden, target = torch.randn(N, H), torch.randint(0, V, (N,))
+    layer.loss(hidden, target, context=torch.arange(N))
+    assert layer.loss_context is None
+    with pytest.raises(ValueError, match="context shape"):
+        layer.loss(hidden, target, context=torch.arange(N + 1))
+    with pytest.raises(ValueError, match="context id"):
+        layer.loss(hidden, target, context=torch.full((N,), V))
+    with pytest.raises(TypeError, match="integer class ids"):
+        layer.loss(hidden, target, context=torch.zeros(N))
+
+
+def test_training_with_context_adapts_the_proposal():
+    layer = fitted_layer(num_samples=8)
+    before_total, before_mix = float(layer.sampler.cumulative[-1]), layer.sampler.mixture_logits.clone()
+    hidden = torch.randn(N, H)
+    layer.loss(hidden, torch.tensor([10, 11, 12, 13, 14]), context=torch.tensor([0, 1, 2, 3, 4]))
+    layer.sampler.refresh()
+    assert float(layer.sampler.cumulative[-1]) == before_total + 5  # five more (previous, target) pairs
+    assert not torch.equal(layer.sampler.mixture_logits, before_mix)
+
+
+def test_defaults_and_options():
+    layer = bigvocab.create_output("ais", H, 200)
+    assert type(layer.sampler).registered_name == "bigram"
+    assert (layer.num_samples, layer.min_ess, layer.max_samples) == (64, 16.0, 1024)
+    with pytest.raises(ConfigError, match="max_samples=4 is smaller"):
+        bigvocab.create_output("ais", H, V, num_samples=8, max_samples=4)
+    with pytest.raises(ConfigError, match="min_ess"):
+        bigvocab.create_output("ais", H, V, min_ess=0)

@@ -1,0 +1,191 @@
+"""Hierarchical softmax against a brute-force product over each path, for every kind of tree."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import bigvocab
+from bigvocab.errors import ConfigError
+from bigvocab.outputs.trees import balanced_tree, huffman_tree, tree_from_codes, zipf_counts
+
+V, H = 29, 5
+
+
+def _counts() -> list[int]:
+    return (1000 / torch.arange(1, V + 1)).round().long().tolist()
+
+
+def _trees() -> dict[str, dict]:
+    """Layer options for every tree kind, plus user trees with n-ary and single-child nodes."""
+    vectors = torch.randn(V, 3, generator=torch.Generator().manual_seed(4))
+    nary_codes = [[i % 3, (i // 3) % 4, i // 12] for i in range(24)] + [[3, 0], [3, 1], [4, 0, 0], [5], [6]]
+    return {
+        "huffman": {"tree": "huffman", "counts": _counts()},
+        "balanced": {"tree": "balanced"},
+        "class": {"tree": "class", "counts": _counts()},
+        "clustered": {"tree": "clustered", "vectors": vectors},
+        "user-nary": {"tree": tree_from_codes(nary_codes)},
+        "zipf-default": {},
+    }
+
+
+def _layer(options: dict, *, bias: bool = True, **extra) -> bigvocab.OutputLayer:
+    torch.manual_seed(0)
+    layer = bigvocab.create_output("hsm", H, V, bias=bias, **options, **extra).double()
+    with torch.no_grad():
+        for param in layer.parameters():
+            param.normal_(0, 0.8)
+    return layer
+
+
+def _naive_log_prob(layer, hidden: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """log p(w | h) as an explicit product along ``Tree.path``/``Tree.code``: at each node a softmax
+    over [0, h.u_r + b_r for the node's rows], rows numbered node by node in id order."""
+    tree = layer.tree
+    arity = tree.arity.tolist()
+    first_row = [0]
+    for a in arity:
+        first_row.append(first_row[-1] + a - 1)
+    out = []
+    for i, leaf in enumerate(target.tolist()):
+        total = hidden.new_zeros(())
+        for node, position in zip(tree.path(leaf), tree.code(leaf)):
+            logits = [hidden.new_zeros(())]
+            for row in range(first_row[node], first_row[node] + arity[node] - 1):
+                logit = hidden[i] @ layer.weight[row]
+                logits.append(logit + layer.bias[row] if layer.bias is not None else logit)
+            total = total + torch.log_softmax(torch.stack(logits), 0)[position]
+        out.append(total)
+    return torch.stack(out)
+
+
+@pytest.fixture(params=list(_trees()), ids=str)
+def options(request):
+    return _trees()[request.param]
+
+
+def test_log_softmax_matches_the_path_products(options):
+    layer = _layer(options)
+    hidden = torch.randn(3, H, dtype=torch.float64)
+    log_p = layer.log_softmax(hidden)
+    torch.testing.assert_close(log_p.logsumexp(1), torch.zeros(3, dtype=torch.float64), atol=1e-12, rtol=0)
+    every = torch.arange(V)
+    for row in range(3):
+        naive = _naive_log_prob(layer, hidden[row].expand(V, H), every)
+        torch.testing.assert_close(log_p[row], naive, atol=1e-12, rtol=1e-12)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_loss_gradients_match_the_path_products(options, bias):
+    layer = _layer(options, bias=bias)
+    hidden = torch.randn(7, H, dtype=torch.float64, requires_grad=True)
+    target = torch.tensor([0, 28, 3, 3, 17, 9, 1])
+    ours = layer.loss(hidden, target, reduction="none")
+    reference = -_naive_log_prob(layer, hidden, target)
+    torch.testing.assert_close(ours, reference, atol=1e-12, rtol=1e-12)
+    params = [hidden, *layer.parameters()]
+    got = torch.autograd.grad(ours.sum(), params)
+    want = torch.autograd.grad(reference.sum(), params)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g.to_dense(), w, atol=1e-12, rtol=1e-10)
+
+
+def test_log_prob_equals_gathered_log_softmax(options):
+    layer = _layer(options)
+    hidden = torch.randn(2, 4, H, dtype=torch.float64)
+    target = torch.randint(0, V, (2, 4))
+    torch.testing.assert_close(layer.log_prob(hidden, target), layer.log_softmax(hidden).gather(2, target[..., None]).squeeze(2))
+
+
+@pytest.mark.parametrize("k", [1, 3, 10, V])
+def test_topk_is_exact(options, k):
+    layer = _layer(options)
+    hidden = torch.randn(6, H, dtype=torch.float64) * 2
+    values, ids = layer.topk(hidden, k)
+    ref_values, ref_ids = layer.log_softmax(hidden).topk(k, dim=1)
+    torch.testing.assert_close(values, ref_values, atol=1e-12, rtol=0)
+    assert torch.equal(ids, ref_ids)
+
+
+def test_topk_falls_back_to_full_scoring_when_the_search_is_too_wide():
+    layer = _layer({"tree": "huffman", "counts": _counts()})
+    hidden = torch.randn(5, H, dtype=torch.float64)
+    expected = layer.log_softmax(hidden).topk(4, dim=1)
+    for budget in (0, 3, 10**6):
+        layer.search_budget = budget
+        values, ids = layer.topk(hidden, 4)
+        torch.testing.assert_close(values, expected.values, atol=1e-12, rtol=0)
+        assert torch.equal(ids, expected.indices)
+
+
+def test_small_chunks_give_the_same_results():
+    options = {"tree": "class", "counts": _counts()}
+    hidden = torch.randn(6, H, dtype=torch.float64, requires_grad=True)
+    target = torch.randint(0, V, (6,))
+    results = []
+    for chunk in (None, H, 3 * H):
+        layer = _layer(options, max_chunk_elements=chunk)
+        loss = layer.loss(hidden, target)
+        grads = torch.autograd.grad(loss, [hidden, layer.weight])
+        results.append((loss, grads[0], grads[1].to_dense(), layer.log_softmax(hidden), layer.topk(hidden, 5)))
+    for other in results[1:]:
+        for a, b in zip(results[0][:4], other[:4]):
+            torch.testing.assert_close(a, b, atol=1e-12, rtol=1e-12)
+        assert torch.equal(results[0][4][1], other[4][1])
+
+
+def test_training_touches_only_the_path_rows():
+    layer = _layer({"tree": "huffman", "counts": _counts()})
+    assert layer.sparse_grad
+    target = torch.tensor([0, 20, 20])
+    layer.loss(torch.randn(3, H, dtype=torch.float64), target).backward()
+    assert layer.weight.grad.is_sparse and layer.bias.grad.is_sparse
+    touched = set(layer.weight.grad.coalesce().indices()[0].tolist())
+    # Binary canonical trees: node n owns row n.
+    on_paths = {node for leaf in target.tolist() for node in layer.tree.path(leaf)}
+    assert touched == on_paths
+    assert len(touched) < V - 1
+
+
+def test_an_sgd_step_updates_only_the_path_rows():
+    layer = _layer({"tree": "balanced"})
+    before = layer.weight.detach().clone()
+    optimiser = torch.optim.SGD(layer.parameters(), lr=0.5)
+    layer.loss(torch.randn(2, H, dtype=torch.float64), torch.tensor([4, 4])).backward()
+    optimiser.step()
+    changed = set((layer.weight.detach() != before).any(1).nonzero().flatten().tolist())
+    assert changed == set(layer.tree.path(4))
+
+
+def test_state_dict_carries_the_tree():
+    trained = _layer({"tree": "huffman", "counts": _counts()})
+    fresh = _layer({"tree": "balanced"})
+    assert fresh.tree != trained.tree
+    fresh.load_state_dict(trained.state_dict())
+    assert fresh.tree == trained.tree
+    hidden, target = torch.randn(4, H, dtype=torch.float64), torch.randint(0, V, (4,))
+    torch.testing.assert_close(fresh.log_prob(hidden, target), trained.log_prob(hidden, target))
+    torch.testing.assert_close(fresh.topk(hidden, 3), trained.topk(hidden, 3))
+
+
+def test_default_tree_is_huffman_of_zipf_counts():
+    layer = bigvocab.create_output("hsm", H, V)
+    assert layer.tree == huffman_tree(zipf_counts(V))
+    assert layer.weight.shape == (V - 1, H)
+
+
+def test_class_tree_has_one_row_per_non_reference_child():
+    layer = _layer({"tree": "class", "counts": _counts()})
+    assert layer.tree.depth == 2 and layer.tree.max_arity > 2
+    assert layer.weight.shape == (V - 1, H)
+
+
+def test_bad_options_are_named():
+    with pytest.raises(ConfigError, match="10 leaves but num_classes=29"):
+        bigvocab.create_output("hsm", H, V, tree=balanced_tree(10))
+    with pytest.raises(ConfigError, match="needs vectors="):
+        bigvocab.create_output("hsm", H, V, tree="clustered")
+    with pytest.raises(ConfigError, match="did you mean 'balanced'"):
+        bigvocab.create_output("hsm", H, V, tree="balance")
+    with pytest.raises(ConfigError, match="a name or a Tree"):
+        bigvocab.create_output("hsm", H, V, tree=3)
