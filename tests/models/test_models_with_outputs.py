@@ -14,6 +14,7 @@ from bigvocab.registry import OUTPUTS
 
 V = 12
 COUNTS = [100, 60, 40, 30, 20, 15, 10, 8, 6, 4, 2, 1]
+WORDS = ["the", "of", "and", "to", "a", "in", "is", "it", "that", "was", "for", "on"]
 MODELS = {
     "nnlm": {"context": 2, "embedding_dim": 3, "hidden_dim": 4},
     "lstm": {"embedding_dim": 4, "hidden_dim": 5, "num_layers": 1, "bptt": 3},
@@ -46,13 +47,13 @@ def _check_one_step(model):
 @pytest.mark.parametrize("output", bigvocab.list_outputs())
 @pytest.mark.parametrize("name", list(MODELS))
 def test_model_trains_and_scores_with_output(name, output):
-    model = build_model(name, V, output, counts=COUNTS, model_kwargs=MODELS[name], output_kwargs=_output_kwargs(output))
+    model = build_model(name, V, output, counts=COUNTS, words=WORDS, model_kwargs=MODELS[name], output_kwargs=_output_kwargs(output))
     _check_one_step(model)
 
 
 def _tied_lstm(output: str, sparse: bool):
     options = {**MODELS["lstm"], "tie_weights": True, "sparse": sparse}
-    return build_model("lstm", V, output, counts=COUNTS, model_kwargs=options, output_kwargs=_output_kwargs(output))
+    return build_model("lstm", V, output, counts=COUNTS, words=WORDS, model_kwargs=options, output_kwargs=_output_kwargs(output))
 
 
 @pytest.mark.parametrize("output", bigvocab.list_outputs())

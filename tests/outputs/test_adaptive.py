@@ -1,4 +1,5 @@
 """Adaptive softmax against torch.nn.AdaptiveLogSoftmaxWithLoss given the same weights."""
+
 from __future__ import annotations
 
 import pytest
@@ -44,9 +45,11 @@ def test_agrees_with_pytorch(options):
     torch.testing.assert_close(ours.loss(hidden, target, reduction="sum"), -result.output.sum(), atol=1e-12, rtol=0)
     assert torch.equal(ours.topk(hidden, 1)[1].squeeze(1), theirs.predict(hidden))
     # A cluster that no target falls in gets no gradient on either side.
-    got = torch.autograd.grad(ours.loss(hidden, target), [hidden, *ours.parameters()], allow_unused=True, materialize_grads=True)
+    got = torch.autograd.grad(
+        ours.loss(hidden, target), [hidden, *ours.parameters()], allow_unused=True, materialize_grads=True
+    )
     want = torch.autograd.grad(result.loss, [hidden, *theirs.parameters()], allow_unused=True, materialize_grads=True)
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         torch.testing.assert_close(g, w, atol=1e-12, rtol=1e-10)
 
 
@@ -60,7 +63,10 @@ def test_sequence_input_and_chunked_loss(chunk):
     torch.testing.assert_close(ours.log_prob(hidden, target), flat.output.reshape(3, 5), atol=1e-13, rtol=0)
     loss = ours.loss(hidden, target)
     torch.testing.assert_close(loss, flat.loss, atol=1e-13, rtol=0)
-    for g, w in zip(torch.autograd.grad(loss, [hidden, ours.head.weight]), torch.autograd.grad(flat.loss, [hidden, theirs.head.weight])):
+    for g, w in zip(
+        torch.autograd.grad(loss, [hidden, ours.head.weight]),
+        torch.autograd.grad(flat.loss, [hidden, theirs.head.weight]),
+    ):
         torch.testing.assert_close(g, w, atol=1e-12, rtol=1e-10)
 
 

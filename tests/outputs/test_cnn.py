@@ -1,4 +1,5 @@
 """CNN-softmax: exactness against word-by-word embeddings, the sampled loss, and the cache."""
+
 from __future__ import annotations
 
 import math
@@ -54,7 +55,7 @@ def test_exact_loss_matches_word_by_word_softmax(correction_dim, bias):
     expected = -reference.gather(1, target[:, None]).sum()
     torch.testing.assert_close(ours, expected, atol=1e-12, rtol=1e-12)
     params = [hidden, *layer.parameters()]
-    for got, want in zip(torch.autograd.grad(ours, params), torch.autograd.grad(expected, params)):
+    for got, want in zip(torch.autograd.grad(ours, params), torch.autograd.grad(expected, params), strict=True):
         torch.testing.assert_close(got, want, atol=1e-12, rtol=1e-10)
 
 
@@ -111,7 +112,7 @@ def test_sampled_loss_is_the_corrected_softmax_over_target_and_samples():
     params = [hidden, *layer.parameters()]
     got = torch.autograd.grad(ours.sum(), params)
     want = torch.autograd.grad(reference.sum(), params, allow_unused=True, materialize_grads=True)
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         torch.testing.assert_close(g.to_dense(), w, atol=1e-12, rtol=1e-10)
     # Only the targets' and samples' correction rows are touched.
     layer.zero_grad()
@@ -151,7 +152,10 @@ def test_parameters_grow_with_the_correction_not_with_h():
     full = bigvocab.create_output("full", H, V)
     plain = bigvocab.create_output("cnn", H, V, words=WORDS, correction_dim=0, **SMALL)
     corrected = bigvocab.create_output("cnn", H, V, words=WORDS, correction_dim=3, **SMALL)
-    count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+
+    def count(module):
+        return sum(p.numel() for p in module.parameters())
+
     assert count(corrected) - count(plain) == V * 3 + 3 * H
     assert count(full) == V * H + V
 

@@ -1,4 +1,5 @@
 """Differentiated softmax against the dense block-diagonal softmax it stands for."""
+
 from __future__ import annotations
 
 import pytest
@@ -25,7 +26,9 @@ def _dense_log_softmax(layer, hidden: torch.Tensor) -> torch.Tensor:
     blocks = []
     for b, weight in enumerate(layer.weights):
         block = hidden.new_zeros(weight.shape[0], H)
-        block = block.index_put((torch.arange(weight.shape[0])[:, None], torch.arange(layer.sections[b], layer.sections[b + 1])), weight)
+        block = block.index_put(
+            (torch.arange(weight.shape[0])[:, None], torch.arange(layer.sections[b], layer.sections[b + 1])), weight
+        )
         blocks.append(block)
     logits = hidden @ torch.cat(blocks).t()
     if layer.biases is not None:
@@ -55,7 +58,7 @@ def test_matches_the_block_diagonal_softmax(options):
     expected = -reference.gather(1, target[:, None]).sum()
     torch.testing.assert_close(ours, expected, atol=1e-12, rtol=1e-12)
     params = [hidden, *layer.parameters()]
-    for got, want in zip(torch.autograd.grad(ours, params), torch.autograd.grad(expected, params)):
+    for got, want in zip(torch.autograd.grad(ours, params), torch.autograd.grad(expected, params), strict=True):
         torch.testing.assert_close(got, want, atol=1e-12, rtol=1e-10)
 
 
@@ -78,7 +81,7 @@ def test_small_chunks_give_the_same_results():
         layer = _layer(cutoffs=[5, 20], dims=[5, 3, 1], max_chunk_elements=chunk)
         loss = layer.loss(hidden, target)
         outputs.append((loss, *torch.autograd.grad(loss, [hidden, *layer.parameters()]), *layer.topk(hidden, 6)))
-    for a, b in zip(*outputs):
+    for a, b in zip(*outputs, strict=True):
         torch.testing.assert_close(a, b, atol=1e-12, rtol=1e-12)
 
 

@@ -1,4 +1,5 @@
 """Hierarchical softmax against a brute-force product over each path, for every kind of tree."""
+
 from __future__ import annotations
 
 import pytest
@@ -49,7 +50,7 @@ def _naive_log_prob(layer, hidden: torch.Tensor, target: torch.Tensor) -> torch.
     out = []
     for i, leaf in enumerate(target.tolist()):
         total = hidden.new_zeros(())
-        for node, position in zip(tree.path(leaf), tree.code(leaf)):
+        for node, position in zip(tree.path(leaf), tree.code(leaf), strict=True):
             logits = [hidden.new_zeros(())]
             for row in range(first_row[node], first_row[node] + arity[node] - 1):
                 logit = hidden[i] @ layer.weight[row]
@@ -86,7 +87,7 @@ def test_loss_gradients_match_the_path_products(options, bias):
     params = [hidden, *layer.parameters()]
     got = torch.autograd.grad(ours.sum(), params)
     want = torch.autograd.grad(reference.sum(), params)
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         torch.testing.assert_close(g.to_dense(), w, atol=1e-12, rtol=1e-10)
 
 
@@ -94,7 +95,9 @@ def test_log_prob_equals_gathered_log_softmax(options):
     layer = _layer(options)
     hidden = torch.randn(2, 4, H, dtype=torch.float64)
     target = torch.randint(0, V, (2, 4))
-    torch.testing.assert_close(layer.log_prob(hidden, target), layer.log_softmax(hidden).gather(2, target[..., None]).squeeze(2))
+    torch.testing.assert_close(
+        layer.log_prob(hidden, target), layer.log_softmax(hidden).gather(2, target[..., None]).squeeze(2)
+    )
 
 
 @pytest.mark.parametrize("k", [1, 3, 10, V])

@@ -1,4 +1,5 @@
 """Trees for the hierarchical softmax: structure, Huffman optimality, builders, saving, errors."""
+
 from __future__ import annotations
 
 import heapq

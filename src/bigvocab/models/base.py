@@ -134,13 +134,13 @@ class LanguageModel(nn.Module):
         return self.embedding.weight[: self.vocab_size].detach()
 
     def sparse_params(self) -> list[nn.Parameter]:
-        """Parameters whose gradients are sparse: embeddings built with ``sparse=True`` and, when
-        the output layer reports ``sparse_grad``, its parameters. Each parameter appears once."""
+        """Parameters whose gradients are sparse: embeddings built with ``sparse=True`` and the
+        output layer's ``sparse_parameters()``. Each parameter appears once."""
         found: dict[int, nn.Parameter] = {}
         for module in self.modules():
             if isinstance(module, nn.Embedding) and module.sparse:
                 found[id(module.weight)] = module.weight
-        if self.output is not None and self.output.sparse_grad:
-            for param in self.output.parameters():
+        if self.output is not None:
+            for param in self.output.sparse_parameters():
                 found[id(param)] = param
         return list(found.values())

@@ -15,6 +15,7 @@ logits are kept from forward to backward and turned into the softmax gradient in
 module keeps a log-softmax copy and builds a dense gradient of the gather), or, with
 ``max_chunk_elements``, computed in bounded chunks and recomputed in backward.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Sequence
@@ -97,7 +98,9 @@ class AdaptiveSoftmax(OutputLayer):
         for i, (lo, hi) in enumerate(zip(self.edges, self.edges[1:])):
             # At least 1: PyTorch would build a 0-dimensional projection (a uniform cluster) there.
             projected = max(1, int(in_features // (self.div_value ** (i + 1))))
-            tails.append(nn.Sequential(nn.Linear(in_features, projected, bias=False), nn.Linear(projected, hi - lo, bias=False)))
+            tails.append(
+                nn.Sequential(nn.Linear(in_features, projected, bias=False), nn.Linear(projected, hi - lo, bias=False))
+            )
         self.tail = nn.ModuleList(tails)
 
     def _cluster_of(self, target: Tensor) -> Tensor:
@@ -165,4 +168,7 @@ class AdaptiveSoftmax(OutputLayer):
             return values, ids
 
     def extra_repr(self) -> str:
-        return super().extra_repr() + f", cutoffs={self.cutoffs}, div_value={self.div_value}, bias={self.head.bias is not None}"
+        return (
+            super().extra_repr()
+            + f", cutoffs={self.cutoffs}, div_value={self.div_value}, bias={self.head.bias is not None}"
+        )

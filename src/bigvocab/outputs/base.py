@@ -86,6 +86,12 @@ class OutputLayer(nn.Module):
     def forward(self, hidden: Tensor, target: Tensor) -> Tensor:
         return self.loss(hidden, target)
 
+    def sparse_parameters(self) -> list[nn.Parameter]:
+        """The parameters that ``loss`` gives sparse gradients (only the touched rows), so the
+        trainer can hand them to a sparse-capable optimiser. Layers with some dense parameters
+        among sparse ones override this."""
+        return list(self.parameters()) if self.sparse_grad else []
+
     # ------------------------------------------------------------------ for subclasses
     def _loss(self, hidden: Tensor, target: Tensor) -> Tensor:
         """(N, H), (N,) -> (N,) per-example training loss. Defaults to the exact NLL."""

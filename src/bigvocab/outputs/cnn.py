@@ -16,6 +16,7 @@ the exact softmax, running the CNN over the whole vocabulary. Evaluation is exac
 mode under ``torch.no_grad()`` the V embeddings are computed once and cached until the parameters
 change or the layer goes back to training.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Sequence, Union
@@ -60,12 +61,20 @@ class CharCNN(nn.Module):
     """
 
     def __init__(
-        self, num_chars: int, out_features: int, *, char_dim: int, filters: Sequence[tuple[int, int]], highway_layers: int
+        self,
+        num_chars: int,
+        out_features: int,
+        *,
+        char_dim: int,
+        filters: Sequence[tuple[int, int]],
+        highway_layers: int,
     ) -> None:
         super().__init__()
         self.embedding = nn.Embedding(num_chars, char_dim, padding_idx=_PAD)
         self.widths = [check_positive_int("filter width", int(w)) for w, _ in filters]
-        self.convs = nn.ModuleList(nn.Conv1d(char_dim, check_positive_int("filter count", int(n)), w) for w, n in filters)
+        self.convs = nn.ModuleList(
+            nn.Conv1d(char_dim, check_positive_int("filter count", int(n)), w) for w, n in filters
+        )
         total = sum(int(n) for _, n in filters)
         self.highways = nn.ModuleList(nn.Linear(total, 2 * total) for _ in range(highway_layers))
         for highway in self.highways:
@@ -154,12 +163,25 @@ class CNNSoftmax(OutputLayer):
         self.num_samples = num_samples
         if num_samples is not None:
             self.sampler = create_sampler(sampler, num_classes, counts=counts) if isinstance(sampler, str) else sampler
-            if not isinstance(self.sampler, Sampler) or self.sampler.num_classes != num_classes or self.sampler.conditional:
-                raise ConfigError(f"cnn: sampler must be an unconditional Sampler over {num_classes} classes or a sampler name")
+            if (
+                not isinstance(self.sampler, Sampler)
+                or self.sampler.num_classes != num_classes
+                or self.sampler.conditional
+            ):
+                raise ConfigError(
+                    f"cnn: sampler must be an unconditional Sampler over {num_classes} classes or a sampler name"
+                )
         # The correction rows and biases of a sampled step are gathered with sparse gradients.
         self.sparse_grad = num_samples is not None and (self.correction is not None or self.bias is not None)
         self.max_chunk_elements = max_chunk_elements or DEFAULT_CHUNK_ELEMENTS
         self._cache: Optional[tuple[tuple, Tensor]] = None
+
+    def sparse_parameters(self) -> list[nn.Parameter]:
+        """Only the per-word rows (correction, bias) are gathered sparsely; the character CNN is
+        shared by every word and gets a dense gradient."""
+        if not self.sparse_grad:
+            return []
+        return [p for p in (self.correction, self.bias) if p is not None]
 
     # ------------------------------------------------------------------ embeddings
     def embed(self, ids: Tensor) -> Tensor:
@@ -202,14 +224,18 @@ class CNNSoftmax(OutputLayer):
         true_logit = logits[rows, inverse[: target.shape[0]]]
         sampled_logit = logits[:, inverse[target.shape[0] :]]
         # log-Q correction: subtract the log of each candidate's expected count in the draw.
-        true_logit = true_logit - log_expected_count(self.sampler.log_q(target), self.num_samples, unique=False).to(logits)
-        sampled_logit = sampled_logit - log_expected_count(self.sampler.log_q(samples), self.num_samples, unique=False).to(logits)
+        log_q = self.sampler.log_q(torch.cat([target, samples]))
+        log_count = log_expected_count(log_q, self.num_samples, unique=False).to(logits)
+        true_logit = true_logit - log_count[: target.shape[0]]
+        sampled_logit = sampled_logit - log_count[target.shape[0] :]
         sampled_logit = sampled_logit.masked_fill(samples[None, :] == target[:, None], float("-inf"))
         return torch.logsumexp(torch.cat([true_logit[:, None], sampled_logit], 1), 1) - true_logit
 
     # ------------------------------------------------------------------ exact evaluation
     def _log_prob(self, hidden: Tensor, target: Tensor) -> Tensor:
-        log_z, logit = chunked_logsumexp(hidden, self.embeddings(), self.bias, target, max_chunk_elements=self.max_chunk_elements)
+        log_z, logit = chunked_logsumexp(
+            hidden, self.embeddings(), self.bias, target, max_chunk_elements=self.max_chunk_elements
+        )
         return logit - log_z
 
     def _log_softmax(self, hidden: Tensor) -> Tensor:

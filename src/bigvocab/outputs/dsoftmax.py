@@ -10,6 +10,7 @@ instead of V H (a constant factor, not independent of V: D-softmax keeps the exa
 ``in_features`` must equal the sum of the section sizes: as in the paper, the last hidden layer
 *is* the partition, and the layer holds no projection of its own.
 """
+
 from __future__ import annotations
 
 import math
@@ -59,7 +60,7 @@ def default_dims(in_features: int, num_bands: int) -> list[int]:
     """Section sizes halving from band to band (d_1 = 2 d_2 = 4 d_3 ...), summing to ``in_features``."""
     if in_features < num_bands:
         raise ConfigError(f"dsoftmax: in_features={in_features} cannot be split into {num_bands} non-empty sections")
-    shares = [2.0 ** -b for b in range(num_bands)]
+    shares = [2.0**-b for b in range(num_bands)]
     dims = [max(1, math.floor(in_features * s / sum(shares))) for s in shares]
     dims[0] += in_features - sum(dims)
     return dims
@@ -101,7 +102,9 @@ class DifferentiatedSoftmax(OutputLayer):
         else:
             self.dims = [int(d) for d in dims]
             if len(self.dims) != num_bands or min(self.dims) < 1:
-                raise ConfigError(f"dsoftmax: dims must give a positive size for each of the {num_bands} bands, got {list(dims)}")
+                raise ConfigError(
+                    f"dsoftmax: dims must give a positive size for each of the {num_bands} bands, got {list(dims)}"
+                )
             if sum(self.dims) != in_features:
                 raise ConfigError(
                     f"dsoftmax: the section sizes {self.dims} sum to {sum(self.dims)}, but in_features={in_features}: "
@@ -137,7 +140,9 @@ class DifferentiatedSoftmax(OutputLayer):
         return target_logit - torch.logsumexp(torch.stack(log_zs), 0)
 
     def _log_softmax(self, hidden: Tensor) -> Tensor:
-        logits = [section @ weight.t() + (0 if bias is None else bias) for _, section, weight, bias, _ in self._bands(hidden)]
+        logits = [
+            section @ weight.t() + (0 if bias is None else bias) for _, section, weight, bias, _ in self._bands(hidden)
+        ]
         return torch.log_softmax(torch.cat(logits, 1), dim=1)
 
     def _topk(self, hidden: Tensor, k: int) -> tuple[Tensor, Tensor]:

@@ -8,13 +8,18 @@ a - 1 vectors. Any tree with V leaves then has exactly V - 1 vectors, and n-ary 
 tree) are exact softmaxes over their children, with the same expressive power as a vector per child.
 
 Costs per example: training and ``log_prob`` touch only the vectors of the nodes on the target's
-path (sum of (arity - 1) along it: about log2 V for a Huffman tree, 2 sqrt V for the class tree),
-with sparse gradients. ``log_softmax`` is exact and costs O(V H), computed level by level.
+path (sum of (arity - 1) along it: about log2 V for a Huffman tree, the sizes of the root and of one
+class for the class tree), with sparse gradients. The paths of a batch are found by walking up from
+the target leaves, one level per step, into flat (example, node, position) lists (no padding); each
+touched row is gathered once and the dot products are taken in cache-sized chunks.
+``log_softmax`` is exact and costs O(V H), computed top-down one tree level at a time.
 ``topk`` is exact: a node's log-probability bounds every leaf below it, so a beam search gives k
 leaves whose k-th log-probability L is a lower bound on the true k-th, and a branch-and-bound pass
 then visits only the nodes with log-probability >= L (the ones best-first search would also
-visit, up to those between L and the true k-th).
+visit, up to those between L and the true k-th). When the distribution is so flat (an untrained
+model) that a query would expand more than ``search_budget`` nodes, that query is scored in full.
 """
+
 from __future__ import annotations
 
 import math
@@ -50,7 +55,9 @@ class _PairDots(torch.autograd.Function):
         out = left.new_empty(left_ids.shape[0])
         for start in range(0, left_ids.shape[0], chunk):
             stop = start + chunk
-            out[start:stop] = (left.index_select(0, left_ids[start:stop]) * right.index_select(0, right_ids[start:stop])).sum(1)
+            out[start:stop] = (
+                left.index_select(0, left_ids[start:stop]) * right.index_select(0, right_ids[start:stop])
+            ).sum(1)
         ctx.save_for_backward(left, right, left_ids, right_ids)
         ctx.chunk = chunk
         return out
@@ -270,7 +277,9 @@ class HierarchicalSoftmax(OutputLayer):
         return node_log_p[:, self.tree_leaf_parent] + decision[:, num_nodes:]
 
     # ------------------------------------------------------------------ exact top-k
-    def _expand(self, hidden: Tensor, query: Tensor, node: Tensor, log_p: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    def _expand(
+        self, hidden: Tensor, query: Tensor, node: Tensor, log_p: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """Children of the internal ``node``s (one per query): (pair index, child unified id,
         child log-prob, child position), one entry per child."""
         num_pairs, chunk = node.shape[0], self._pairs_per_chunk()
@@ -309,7 +318,9 @@ class HierarchicalSoftmax(OutputLayer):
             if not internal.any():
                 return beam_log_p[:, k - 1]
             query, column = internal.nonzero(as_tuple=True)
-            pair, child, child_log_p, position = self._expand(hidden, query, beam[query, column], beam_log_p[query, column])
+            pair, child, child_log_p, position = self._expand(
+                hidden, query, beam[query, column], beam_log_p[query, column]
+            )
             # Candidates: the leaves already in the beam, then each expanded item's children.
             leaf = beam >= num_nodes
             cand = torch.cat([torch.where(leaf, beam, -1), beam.new_full((n, k * width), -1)], 1)
@@ -324,8 +335,11 @@ class HierarchicalSoftmax(OutputLayer):
 
     def _topk(self, hidden: Tensor, k: int) -> tuple[Tensor, Tensor]:
         with torch.no_grad():
-            per_chunk = max(1, self.max_chunk_elements // (k * (self.tree.max_arity + 1)))
-            pieces = [self._topk_chunk(hidden[start : start + per_chunk], k) for start in range(0, hidden.shape[0], per_chunk)]
+            per_query = max(k * (self.tree.max_arity + 1), self.search_budget)
+            per_chunk = max(1, self.max_chunk_elements // per_query)
+            pieces = [
+                self._topk_chunk(hidden[start : start + per_chunk], k) for start in range(0, hidden.shape[0], per_chunk)
+            ]
         return torch.cat([p[0] for p in pieces]), torch.cat([p[1] for p in pieces])
 
     def _topk_chunk(self, hidden: Tensor, k: int) -> tuple[Tensor, Tensor]:
@@ -368,7 +382,9 @@ def _ragged_topk(group: Tensor, ids: Tensor, values: Tensor, num_groups: int, k:
     order = torch.argsort(group, stable=True)
     group, ids, values = group[order], ids[order], values[order]
     counts = torch.bincount(group, minlength=num_groups)
-    column = torch.arange(group.shape[0], device=group.device) - torch.repeat_interleave(torch.cumsum(counts, 0) - counts, counts)
+    column = torch.arange(group.shape[0], device=group.device) - torch.repeat_interleave(
+        torch.cumsum(counts, 0) - counts, counts
+    )
     width = max(k, int(counts.max()))
     padded = values.new_full((num_groups, width), float("-inf"))
     padded_ids = ids.new_zeros((num_groups, width))

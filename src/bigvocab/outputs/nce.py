@@ -80,6 +80,10 @@ class NoiseContrastiveEstimation(SamplingOutput):
         else:
             self.register_buffer("log_z", torch.tensor(float(log_z)))
 
+    def sparse_parameters(self) -> list[nn.Parameter]:
+        """Every row-gathered parameter; a learned log Z is a dense scalar."""
+        return [p for p in self.parameters() if p is not self.log_z]
+
     def _loss(self, hidden: Tensor, target: Tensor) -> Tensor:
         noise, num_draws = self._draw(hidden.shape[0])
         log_kq_target = log_expected_count(self.sampler.log_q(target), num_draws, unique=False)

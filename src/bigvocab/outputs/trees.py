@@ -21,6 +21,7 @@ Canonical form: internal nodes are numbered breadth-first (root 0, parent id < c
 contiguous), children in position order. Where one id space is handy, internal node ``n`` is ``n``
 and leaf ``w`` is ``M + w`` ("unified ids").
 """
+
 from __future__ import annotations
 
 import math
@@ -80,7 +81,10 @@ class Tree:
     """
 
     def __init__(self, node_parent, node_position, leaf_parent, leaf_position) -> None:
-        arrays = [_as_long(name, value) for name, value in zip(_FIELDS, (node_parent, node_position, leaf_parent, leaf_position))]
+        arrays = [
+            _as_long(name, value)
+            for name, value in zip(_FIELDS, (node_parent, node_position, leaf_parent, leaf_position))
+        ]
         node_parent, node_position, leaf_parent, leaf_position = arrays
         if node_parent.numel() != node_position.numel() or leaf_parent.numel() != leaf_position.numel():
             raise ConfigError("tree: parent and position arrays must have the same length")
@@ -90,7 +94,9 @@ class Tree:
         self.leaf_depth = self.node_depth[self.leaf_parent] + 1
 
     # ------------------------------------------------------------------ construction
-    def _canonicalise(self, node_parent: Tensor, node_position: Tensor, leaf_parent: Tensor, leaf_position: Tensor) -> None:
+    def _canonicalise(
+        self, node_parent: Tensor, node_position: Tensor, leaf_parent: Tensor, leaf_position: Tensor
+    ) -> None:
         num_nodes, num_leaves = node_parent.numel(), leaf_parent.numel()
         roots = (node_parent == -1).nonzero().flatten()
         if roots.numel() != 1:
@@ -121,7 +127,8 @@ class Tree:
         old_of_new = torch.cat(levels)
         if old_of_new.numel() != num_nodes:
             raise ConfigError(
-                f"tree: {num_nodes - old_of_new.numel()} internal nodes cannot be reached from the root (a cycle or a detached part)"
+                f"tree: {num_nodes - old_of_new.numel()} internal nodes cannot be reached from the root "
+                "(a cycle or a detached part)"
             )
         new_of_old = torch.empty(num_nodes, dtype=torch.long)
         new_of_old[old_of_new] = torch.arange(num_nodes)
@@ -131,7 +138,9 @@ class Tree:
         self.node_position = node_position[old_of_new].clone()
         self.leaf_parent = new_of_old[leaf_parent]
         self.leaf_position = leaf_position.clone()
-        self.node_depth = torch.repeat_interleave(torch.arange(len(levels)), torch.tensor([len(level) for level in levels]))
+        self.node_depth = torch.repeat_interleave(
+            torch.arange(len(levels)), torch.tensor([len(level) for level in levels])
+        )
         unified_parent = torch.cat([self.node_parent[1:], self.leaf_parent])
         unified_child = torch.arange(1, num_nodes + num_leaves)
         self.children, self.child_offsets = _children_csr(
@@ -370,7 +379,9 @@ def class_tree(counts, num_classes: Optional[int] = None) -> Tree:
     num_leaves = weights.numel()
     if num_leaves < 2:
         raise ConfigError("class_tree needs at least 2 classes")
-    bins = max(1, round(math.sqrt(num_leaves))) if num_classes is None else check_positive_int("num_classes", num_classes)
+    bins = (
+        max(1, round(math.sqrt(num_leaves))) if num_classes is None else check_positive_int("num_classes", num_classes)
+    )
     order = torch.argsort(-weights, stable=True)
     mass_before = (torch.cumsum(weights[order], 0) - weights[order]) / weights.sum()
     raw = (mass_before * bins).floor().long().clamp_(0, bins - 1)
@@ -482,14 +493,20 @@ def tree_from_codes(codes: Sequence[Union[str, Sequence[int]]]) -> Tree:
 def _parse_code(leaf: int, code) -> tuple[int, ...]:
     if isinstance(code, str):
         if not code or not code.isdigit():
-            raise ConfigError(f"tree_from_codes: the code of class {leaf} must be a non-empty string of digits, got {code!r}")
+            raise ConfigError(
+                f"tree_from_codes: the code of class {leaf} must be a non-empty string of digits, got {code!r}"
+            )
         return tuple(int(c) for c in code)
     try:
         digits = tuple(int(d) for d in code)
     except (TypeError, ValueError):
-        raise ConfigError(f"tree_from_codes: the code of class {leaf} must be digits or a sequence of ints, got {code!r}") from None
+        raise ConfigError(
+            f"tree_from_codes: the code of class {leaf} must be digits or a sequence of ints, got {code!r}"
+        ) from None
     if not digits or min(digits) < 0:
-        raise ConfigError(f"tree_from_codes: the code of class {leaf} must be non-empty with non-negative digits, got {code!r}")
+        raise ConfigError(
+            f"tree_from_codes: the code of class {leaf} must be non-empty with non-negative digits, got {code!r}"
+        )
     return digits
 
 
