@@ -34,18 +34,32 @@ CORPUS_FORMS = (
 #: CLI option dest -> model option; only the options given reach the model.
 MODEL_OPTIONS = ("context", "embedding_dim", "hidden_dim", "direct", "num_layers", "dropout", "bptt",
                  "tie_weights", "vector_size", "window", "sample", "cbow_mean", "sparse")
-OUTPUT_OPTIONS = ("num_samples", "sampler", "tree", "cutoffs", "div_value")
+OUTPUT_OPTIONS = ("num_samples", "sampler", "ns_exponent", "tree", "cutoffs", "div_value")
 #: dest -> TrainConfig field.
 TRAIN_OPTIONS = ("epochs", "batch_size", "optimizer", "lr", "momentum", "weight_decay", "lr_schedule", "lr_decay",
                  "min_lr", "clip_norm", "patience", "seed", "device", "log_every", "max_steps", "checkpoint_every")
 #: Options that may be given with --resume (see bigvocab.train.RESUME_OVERRIDES).
 RESUMABLE = ("epochs", "max_steps", "device", "log_every", "patience", "checkpoint_every")
 
+#: skipgram and cbow train with gensim's defaults where the user gave no value: negative sampling,
+#: alpha=0.025 decaying linearly to min_alpha=1e-4 by plain SGD (the models make lr a step per
+#: example, see bigvocab.models.word2vec), 5 epochs, min_count=5, and no early stopping (the
+#: linear schedule assumes the whole run; word2vec keeps the last vectors). --patience 0 is "never".
+WORD2VEC_MODELS = ("skipgram", "cbow")
+WORD2VEC_DEFAULTS = {"output": "neg", "lr": 0.025, "lr_schedule": "linear", "min_lr": 1e-4, "optimizer": "sgd",
+                     "epochs": 5, "min_count": 5, "patience": 0}
+#: ... and a hierarchical softmax like word2vec's: node vectors (syn1) from zero, no bias.
+WORD2VEC_OUTPUT_DEFAULTS = {"hsm": {"bias": False, "zero_init": True}}
+
 TRAIN_EXAMPLES = """examples:
   bigvocab train --model nnlm --output full --corpus synthetic:vocab_size=2000,tokens=200000 --epochs 5 --out runs/nnlm
   bigvocab train --model nnlm --output full --corpus brown-bengio:data/brown --epochs 10 --out runs/x
   bigvocab train --model lstm --output adaptive --cutoffs 2000,10000 --corpus dir:data/ptb --optimizer adam --lr 1e-3 --out runs/lstm
-  bigvocab train --model skipgram --output neg --num-samples 5 --corpus text8:data/text8 --lr 0.025 --lr-schedule linear --out runs/sg
+  bigvocab train --model skipgram --output neg --negative 5 --corpus text8:data/text8 --out runs/sg
+  bigvocab train --model cbow --output hsm --tree huffman --corpus brown:data/brown --out runs/cbow-hs
+      (skipgram and cbow default to gensim's settings: --output neg --lr 0.025 --lr-schedule linear
+       --min-lr 1e-4 --optimizer sgd --epochs 5 --min-count 5 --patience 0, and for --output hsm
+       --output-opt bias=false --output-opt zero_init=true; any of them can be given)
   bigvocab train --out runs/nnlm --resume --epochs 20      (continue a run, here to 20 epochs)
 """
 EVAL_EXAMPLES = """examples:
@@ -191,9 +205,12 @@ def build_parser() -> Parser:
                        help="any other model option (repeatable)")
 
     group = train.add_argument_group("output layer")
-    group.add_argument("--output", help="output layer (default full; see 'bigvocab list')")
-    group.add_argument("--num-samples", type=positive_int, metavar="K", help="samples per step (sampling layers)")
+    group.add_argument("--output", help="output layer (default full; neg for skipgram and cbow; see 'bigvocab list')")
+    group.add_argument("--num-samples", "--negative", dest="num_samples", type=positive_int, metavar="K",
+                       help="samples per example or step (sampling layers); --negative is gensim's name for neg")
     group.add_argument("--sampler", help="proposal of a sampling layer (uniform, unigram, log_uniform, ...)")
+    group.add_argument("--ns-exponent", type=nonnegative_float, metavar="P",
+                       help="neg: power of its unigram sampler (default 0.75)")
     group.add_argument("--tree", help="hsm: huffman, balanced, class or clustered")
     group.add_argument("--cutoffs", type=int_list, metavar="LIST", help="adaptive, dsoftmax: e.g. 2000,10000")
     group.add_argument("--div-value", type=positive_float, metavar="F", help="adaptive, dsoftmax: size ratio of bands")
@@ -226,6 +243,9 @@ def build_parser() -> Parser:
     group.add_argument("--max-steps", type=positive_int, metavar="N", help="stop after N optimiser steps")
     group.add_argument("--checkpoint-every", type=positive_int, metavar="N", help="also save last.pt every N steps")
     group.add_argument("--no-progress", action="store_true", help="no progress bar")
+    group.add_argument("--skip-perplexity", action="store_true",
+                       help="no validation or test perplexity (for word vectors: exact evaluation of neg over the "
+                            "whole vocabulary can cost more than training); no best.pt, no early stopping")
 
     group = train.add_argument_group("run directory")
     group.add_argument("--out", required=True, metavar="DIR", help="where checkpoints, metrics and summary.json go")
@@ -327,11 +347,12 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
             raise ConfigError(f"{str(out / 'last.pt')!r} was not written by 'bigvocab train'; it cannot be resumed here")
         corpus = load_corpus(meta["corpus"], vocab=Vocab.from_dict(meta["vocab"]), progress=progress)
         model, _ = build_from_meta(meta)
-        trainer = Trainer.resume(out, model, corpus.train, corpus.valid, **overrides)
+        trainer = Trainer.resume(out, model, corpus.train, _valid_ids(args, corpus), **overrides)
     else:
         if not args.model:
             raise ConfigError("--model is required (one of: " + ", ".join(MODELS.names()) + ")")
         model_class = MODELS.get(args.model)
+        output_defaults = _apply_word2vec_defaults(args) if args.model in WORD2VEC_MODELS else {}
         model_kwargs = {**_given(args, MODEL_OPTIONS), **dict(args.model_opt)}
         model_class.make_config(**model_kwargs)  # checks the model options before a long corpus read
         config = _train_config(args, model_class.needs_output)
@@ -341,23 +362,39 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
             "model": args.model,
             "output": args.output or ("full" if model_class.needs_output else None),
             "model_kwargs": model_kwargs,
-            "output_kwargs": {**_given(args, OUTPUT_OPTIONS), **dict(args.output_opt)},
+            "output_kwargs": {**output_defaults, **_given(args, OUTPUT_OPTIONS), **dict(args.output_opt)},
             "corpus": spec,
             "corpus_options": {"min_count": args.min_count, "max_size": args.max_vocab},
             "vocab": corpus.vocab.to_dict(),
             "seed": config.seed,
         }
         model, _ = build_from_meta(meta)
-        trainer = Trainer(model, corpus.train, corpus.valid, config, out_dir=out, meta=meta, overwrite=args.overwrite)
+        trainer = Trainer(model, corpus.train, _valid_ids(args, corpus), config, out_dir=out, meta=meta,
+                          overwrite=args.overwrite)
     start = time.perf_counter()
     result = trainer.fit()
-    summary = _summarise(trainer, corpus, result, out, time.perf_counter() - start)
+    summary = _summarise(trainer, corpus, result, out, time.perf_counter() - start, args.skip_perplexity)
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     print(_summary_line(summary))
     return 0
 
 
-def _summarise(trainer, corpus, result: dict, out: Path, seconds: float) -> dict[str, Any]:
+def _valid_ids(args: argparse.Namespace, corpus):
+    return None if args.skip_perplexity else corpus.valid
+
+
+def _apply_word2vec_defaults(args: argparse.Namespace) -> dict[str, Any]:
+    """Fill the options the user left unset with :data:`WORD2VEC_DEFAULTS`; returns the output
+    layer's word2vec options (the user's ``--output-opt`` still override them)."""
+    synthetic = (args.corpus or "synthetic").partition(":")[0] == "synthetic"
+    for name, value in WORD2VEC_DEFAULTS.items():
+        # the synthetic language keeps all its words and refuses a min_count
+        if getattr(args, name) is None and not (name == "min_count" and synthetic):
+            setattr(args, name, value)
+    return dict(WORD2VEC_OUTPUT_DEFAULTS.get(args.output, {}))
+
+
+def _summarise(trainer, corpus, result: dict, out: Path, seconds: float, skip_perplexity: bool) -> dict[str, Any]:
     """Exact test perplexity of the best checkpoint (the last one when no epoch was validated)."""
     from bigvocab.checkpoint import find_best_or_last, load_checkpoint
     from bigvocab.evaluate.perplexity import perplexity
@@ -366,7 +403,7 @@ def _summarise(trainer, corpus, result: dict, out: Path, seconds: float) -> dict
     chosen = find_best_or_last(out)
     model.load_state_dict(load_checkpoint(chosen)["model"])
     has_output = getattr(model, "output", None) is not None
-    test_ppl = perplexity(model, corpus.test, trainer.config.batch_size) if has_output else None
+    test_ppl = perplexity(model, corpus.test, trainer.config.batch_size) if has_output and not skip_perplexity else None
     floor = corpus.floor_perplexity
     return {
         "model": trainer.meta.get("model"),
@@ -375,6 +412,7 @@ def _summarise(trainer, corpus, result: dict, out: Path, seconds: float) -> dict
         "vocab_size": len(corpus.vocab),
         "parameters": sum(p.numel() for p in model.parameters()),
         "test_ppl": test_ppl,
+        "perplexity_skipped": skip_perplexity,
         "floor_ppl": floor,
         "test_ppl_over_floor": test_ppl / floor if (test_ppl is not None and floor) else None,
         "best_valid_ppl": result["best_valid_ppl"],
@@ -392,7 +430,8 @@ def _summarise(trainer, corpus, result: dict, out: Path, seconds: float) -> dict
 def _summary_line(summary: dict[str, Any]) -> str:
     name = summary["model"] + (f"+{summary['output']}" if summary["output"] else "")
     if summary["test_ppl"] is None:
-        quality = "no perplexity (model without an output layer)"
+        why = "--skip-perplexity" if summary["perplexity_skipped"] else "model without an output layer"
+        quality = f"no perplexity ({why})"
     else:
         quality = f"test ppl {summary['test_ppl']:.2f}"
         if summary["floor_ppl"]:

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import bigvocab.data.corpora as corpora
-from bigvocab.data.corpora import EOS, UNK, Corpus, load_corpus
+from bigvocab.data.corpora import EOS, PARAGRAPH_MARK, TEXT_MARK, UNK, Corpus, load_corpus
 from bigvocab.data.vocab import Vocab
 from bigvocab.errors import ConfigError, DataError, UnknownNameError
 
@@ -147,18 +147,22 @@ def test_brown_bengio_split_and_rare_word_merging(tmp_path, monkeypatch):
     monkeypatch.setattr(corpora, "BENGIO_SPLIT", (9, 5))
     monkeypatch.setattr(corpora, "BENGIO_MIN_COUNT", 2)
     corpus = load_corpus(f"brown-bengio:{tmp_path / 'brown'}", progress=False)
-    # Word 9 is the "." ending sentence 2, so its </s> stays in train; 5 words later the cut falls
-    # mid-sentence (after the "A" of sentence 4), and the test split starts there.
-    assert corpus.meta["words"] == {"train": 9, "valid": 5, "test": 3}
-    # Train words seen fewer than BENGIO_MIN_COUNT times are merged: only "." (2) stays.
-    assert corpus.vocab.words == [UNK, ".", EOS]
-    assert corpus.vocab.counts == [7, 2, 2]
-    assert words(corpus.train, corpus.vocab) == [UNK, UNK, UNK, ".", EOS, UNK, UNK, UNK, UNK, ".", EOS]
-    assert words(corpus.valid, corpus.vocab) == [UNK, UNK, UNK, ".", EOS, UNK]
-    assert words(corpus.test, corpus.vocab) == [UNK, UNK, ".", EOS]
+    # Bengio's stream: words, a mark after each paragraph (blank-line separated) and each text, no
+    # sentence marks; the split counts every token, marks included.
+    #   ca01: The jury said . <p> It cost 1/2 dollar . <p> </text>   ca02: The Court ruled . <p> </text>
+    #   cb01: A jury ruled . <p> </text>
+    assert corpus.meta["words"] == {"train": 9, "valid": 5, "test": 10}
+    # Train tokens seen fewer than BENGIO_MIN_COUNT times are merged ("." once), but a mark that
+    # the training split has is never merged; "</text>" is not in the training split at all.
+    assert corpus.vocab.words == [UNK, PARAGRAPH_MARK]
+    assert EOS not in corpus.vocab
+    assert words(corpus.train, corpus.vocab) == [UNK, UNK, UNK, UNK, PARAGRAPH_MARK, UNK, UNK, UNK, UNK]
+    assert words(corpus.valid, corpus.vocab) == [UNK, PARAGRAPH_MARK, UNK, UNK, UNK]
+    assert words(corpus.test, corpus.vocab)[-3:] == [UNK, PARAGRAPH_MARK, UNK]
     assert corpus.meta["min_count"] == 2
     relaxed = load_corpus(f"brown-bengio:{tmp_path / 'brown'}", min_count=1, progress=False)
     assert "jury" in relaxed.vocab and relaxed.meta["min_count"] == 1
+    assert words(relaxed.valid, relaxed.vocab)[:3] == [".", PARAGRAPH_MARK, UNK]
 
 
 def test_brown_errors(tmp_path):
@@ -169,7 +173,7 @@ def test_brown_errors(tmp_path):
     with pytest.raises(DataError, match=r"no Brown corpus files \(ca01 .. cr09\)"):
         load_corpus(f"brown:{tmp_path / 'empty'}", progress=False)
     write_brown(tmp_path / "small", BROWN)
-    with pytest.raises(DataError, match="has 17 words; brown-bengio needs more than 1,000,000"):
+    with pytest.raises(DataError, match="has 24 tokens; brown-bengio needs more than 1,000,000"):
         load_corpus(f"brown-bengio:{tmp_path / 'small'}", progress=False)
 
 
@@ -307,21 +311,22 @@ def test_no_progress_bar_for_small_files(tmp_path, capsys):
 
 
 def test_real_brown_bengio(data_dir):
-    """Bengio et al. (2003): 800,000 / 200,000 / rest words, rare words (<= 3 in train) merged."""
+    """Bengio et al. (2003): 800,000 / 200,000 / rest tokens of words plus paragraph and text marks
+    (their 1,181,041 tokens "including text and paragraph marks"), rare words (<= 3 in train) merged."""
     brown = data_dir / "brown"
     if not brown.is_dir():
         pytest.skip(f"no Brown corpus at {brown}")
-    # Reference reading: plain Python, one sentence a line, tag cut at the last '/'.
+    # Reference reading: plain Python, paragraphs are blank-line separated blocks, tag cut at the last '/'.
     reference = []
     for path in sorted(p for p in brown.iterdir() if re.fullmatch(r"c[a-r]\d\d", p.name)):
-        for line in path.read_text().splitlines():
-            reference.extend(t.rpartition("/")[0] for t in line.split())
+        for block in re.split(r"\n\s*\n", path.read_text()):
+            if block.split():
+                reference.extend([t.rpartition("/")[0] for t in block.split()] + [PARAGRAPH_MARK])
+        reference.append(TEXT_MARK)
     corpus = load_corpus(f"brown-bengio:{brown}", progress=False)
+    assert len(reference) == 1_177_359  # 1,161,192 words + 15,667 paragraphs + 500 texts
     assert corpus.meta["words"] == {"train": 800_000, "valid": 200_000, "test": len(reference) - 1_000_000}
     counts = Counter(reference[:800_000])
-    kept = sum(1 for c in counts.values() if c > 3)
-    assert len(corpus.vocab) == kept + 2  # + <unk> + </s>
-    eos = corpus.vocab.index(EOS)
-    test_words = corpus.test[corpus.test != eos]
-    assert corpus.vocab.decode(test_words[-5:]) == [w if w in corpus.vocab else UNK for w in reference[-5:]]
-    print(f"Brown: {len(reference):,} words, |V| = {len(corpus.vocab):,}, test {len(test_words):,} words")
+    assert len(corpus.vocab) == sum(1 for c in counts.values() if c > 3) + 1  # + <unk>
+    assert corpus.vocab.decode(corpus.test[-5:]) == [w if w in corpus.vocab else UNK for w in reference[-5:]]
+    print(f"Brown (Bengio): {len(reference):,} tokens, |V| = {len(corpus.vocab):,}, test {len(corpus.test):,}")

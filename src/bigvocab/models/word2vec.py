@@ -16,6 +16,23 @@ window and no subsampling, so the examples are deterministic and each appears on
 
 Skip-gram predicts each context word from the centre (the papers' formulation; word2vec.c
 predicts the centre from each context word, which gives the same pairs reversed).
+
+Updates (``word2vec_updates=True``, the default) follow word2vec.c and gensim, so that SGD with
+``lr`` = gensim's ``alpha`` takes the steps gensim users expect:
+
+* word2vec makes one SGD step of size alpha per example (a (centre, context) pair, or a CBOW
+  window). A minibatch trainer that averages the loss would divide that step by the batch size,
+  so :meth:`Word2Vec.loss` returns the mean over the batch (the number the trainer logs) with the
+  gradient of the *sum*: one SGD step of rate lr on a batch applies every example's word2vec
+  update at once, each of size lr (computed from the same parameters, where word2vec applies
+  them one after the other).
+* CBOW with ``cbow_mean`` gives every context word the whole error of the averaged hidden vector,
+  not the 1/count share the mean's true gradient would give; with sums (``cbow_mean=False``)
+  gensim divides the error by the count instead. Both are reproduced: the hidden vector keeps its
+  value, and its gradient reaches each context word as through the other reduction.
+
+``word2vec_updates=False`` trains on the true gradient of the mean loss instead (for optimisers
+such as Adam, or to compare).
 """
 from __future__ import annotations
 
@@ -55,6 +72,9 @@ class SkipGramConfig:
     sample: float = 1e-3
     #: sparse embedding gradients, so a step touches only the rows of the words in the batch.
     sparse: bool = True
+    #: word2vec's update rule: a step of lr per example, CBOW's error copied to each context word
+    #: (see the module docstring); False: the true gradient of the mean loss.
+    word2vec_updates: bool = True
 
     def __post_init__(self) -> None:
         check_positive_int("vector_size", self.vector_size)
@@ -62,6 +82,7 @@ class SkipGramConfig:
         if isinstance(self.sample, bool) or not isinstance(self.sample, (int, float)) or not 0 <= self.sample < 1:
             raise ConfigError(f"sample must lie in [0, 1), got {self.sample!r}")
         self.sparse = check_flag("sparse", self.sparse)
+        self.word2vec_updates = check_flag("word2vec_updates", self.word2vec_updates)
 
     def output_features(self) -> int:
         return self.vector_size
@@ -107,6 +128,16 @@ class Word2Vec(LanguageModel):
                 raise ConfigError(f"{self.model_name()}: counts has {len(counts)} entries for {vocab_size} words")
             keep = subsample_keep_prob(counts, config.sample)
         self.register_buffer("keep_prob", keep, persistent=False)
+
+    def loss(self, batch: dict[str, Tensor]) -> Tensor:
+        """Scalar: the mean loss over the batch's examples; with ``word2vec_updates`` its gradient
+        is that of the sum, so that an SGD step of rate lr is word2vec's step of alpha = lr for
+        every example."""
+        per_example = self.output.loss(self.features(batch), batch["target"], reduction="none")
+        if not self.config.word2vec_updates:
+            return per_example.mean()
+        total = per_example.sum()
+        return per_example.mean().detach() + (total - total.detach())
 
     def _chunks(
         self, ids: Tensor, train: bool, generator: Optional[torch.Generator]
@@ -180,4 +211,10 @@ class CBOW(Word2Vec):
         """(N, 2w) context ids and mask -> (N, vector_size)."""
         mask = batch["mask"].unsqueeze(2).to(self.embedding.weight.dtype)
         total = (self.embedding(batch["context"]) * mask).sum(1)
-        return total / mask.sum(1) if self.config.cbow_mean else total
+        mean = total / mask.sum(1)
+        hidden = mean if self.config.cbow_mean else total
+        if not self.config.word2vec_updates:
+            return hidden
+        # The value of hidden, the gradient of the other reduction (word2vec.c, gensim).
+        route = total if self.config.cbow_mean else mean
+        return hidden.detach() + (route - route.detach())

@@ -100,6 +100,9 @@ class HierarchicalSoftmax(OutputLayer):
             frequency-sorted ids is assumed (see :func:`bigvocab.outputs.trees.zipf_counts`).
         vectors: (V, D) word vectors for ``tree="clustered"`` (Mnih & Hinton 2008).
         bias: a bias per node decision.
+        zero_init: start the node vectors at zero, as word2vec's ``syn1`` (for skip-gram and
+            CBOW); by default they start uniform in ±1/sqrt(H), which a language model's hidden
+            layer needs to receive a gradient at the first step.
         max_chunk_elements: bound on the floats held at once by the exact computations.
 
     Parameters: ``weight`` (V - 1, H) and ``bias`` (V - 1,), one row per non-reference child.
@@ -117,9 +120,13 @@ class HierarchicalSoftmax(OutputLayer):
         counts=None,
         vectors: Optional[Tensor] = None,
         bias: bool = True,
+        zero_init: bool = False,
         max_chunk_elements: Optional[int] = None,
     ) -> None:
         super().__init__(in_features, num_classes)
+        if not isinstance(zero_init, bool):
+            raise ConfigError(f"zero_init must be True or False, got {zero_init!r}")
+        self.zero_init = zero_init
         if max_chunk_elements is not None and max_chunk_elements < 1:
             raise ConfigError(f"max_chunk_elements must be positive, got {max_chunk_elements}")
         self.max_chunk_elements = max_chunk_elements or DEFAULT_CHUNK_ELEMENTS
@@ -138,8 +145,11 @@ class HierarchicalSoftmax(OutputLayer):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        bound = 1.0 / math.sqrt(self.in_features)
-        nn.init.uniform_(self.weight, -bound, bound)
+        if self.zero_init:
+            nn.init.zeros_(self.weight)
+        else:
+            bound = 1.0 / math.sqrt(self.in_features)
+            nn.init.uniform_(self.weight, -bound, bound)
         if self.bias is not None:
             nn.init.zeros_(self.bias)
 
@@ -374,7 +384,8 @@ class HierarchicalSoftmax(OutputLayer):
         return values, ids
 
     def extra_repr(self) -> str:
-        return super().extra_repr() + f", tree={self.tree!r}, bias={self.bias is not None}"
+        return (super().extra_repr() + f", tree={self.tree!r}, bias={self.bias is not None}"
+                f", zero_init={self.zero_init}")
 
 
 def _ragged_topk(group: Tensor, ids: Tensor, values: Tensor, num_groups: int, k: int) -> tuple[Tensor, Tensor]:

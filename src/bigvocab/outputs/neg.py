@@ -7,8 +7,12 @@ Per example, with target t and k negatives y_j drawn from the unigram distributi
 Unlike NCE there is no correction by the noise probability, so the scores do not estimate log
 probabilities; word2vec only wants the vectors. Like word2vec, a negative equal to the target is
 skipped. For a skip-gram model, ``hidden`` (N, H) holds the centre words' input vectors and
-``target`` (N,) the context words; word2vec itself uses no output bias (``bias=False``) and starts
-the output vectors at zero.
+``target`` (N,) the context words.
+
+The defaults are word2vec's: no output bias, and output vectors that start at zero (word2vec.c's
+``syn1neg``, gensim's ``syn1neg``), so the first steps move only the output side and the input
+vectors start learning once the output vectors carry signal. ``zero_init=False`` starts them
+uniform in ±1/sqrt(H) like the other linear layers.
 """
 
 from __future__ import annotations
@@ -16,10 +20,14 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 
+from bigvocab.errors import ConfigError
 from bigvocab.outputs.sampling import SamplerSpec, SamplingOutput, accidental_hits, check_flag
 from bigvocab.registry import OUTPUTS
+
+#: word2vec's ``ns_exponent``: negatives are drawn from the unigram distribution to this power.
+NS_EXPONENT = 0.75
 
 
 @OUTPUTS.register("neg")
@@ -28,12 +36,15 @@ class NegativeSampling(SamplingOutput):
 
     Args:
         num_samples: k negatives (default min(5, V - 1), gensim's ``negative=5``).
-        sampler: default ``unigram`` with ``power=0.75`` (word2vec's ``ns_exponent``; needs
-            ``counts``).
+        sampler: default ``unigram`` with ``power=ns_exponent`` (needs ``counts``).
+        ns_exponent: power of the default unigram sampler (gensim's ``ns_exponent``, default
+            0.75); only with the default sampler -- a given sampler carries its own.
         counts: training frequencies of the classes.
         shared: one negative set for the whole batch, or one per example (default, as word2vec).
         remove_accidental_hits: skip negatives equal to the example's target (as word2vec).
-        bias, max_chunk_elements: as for ``full``.
+        bias: a per-class bias (default False, as word2vec).
+        zero_init: start the output vectors at zero (default True, as word2vec).
+        max_chunk_elements: as for ``full``.
     """
 
     def __init__(
@@ -43,25 +54,38 @@ class NegativeSampling(SamplingOutput):
         *,
         num_samples: Optional[int] = None,
         sampler: SamplerSpec = None,
+        ns_exponent: Optional[float] = None,
         counts: Optional[Sequence[float]] = None,
         shared: bool = False,
         remove_accidental_hits: bool = True,
-        bias: bool = True,
+        bias: bool = False,
+        zero_init: bool = True,
         max_chunk_elements: Optional[int] = None,
     ) -> None:
+        if ns_exponent is not None and sampler is not None:
+            raise ConfigError(
+                f"ns_exponent={ns_exponent!r} sets the power of the default unigram sampler; with "
+                f"sampler={sampler!r} give that sampler its own power instead"
+            )
+        self.zero_init = check_flag("zero_init", zero_init)
         super().__init__(
             in_features,
             num_classes,
             num_samples=num_samples,
             default_num_samples=5,
             sampler=sampler,
-            default_sampler=("unigram", {"power": 0.75}),
+            default_sampler=("unigram", {"power": NS_EXPONENT if ns_exponent is None else ns_exponent}),
             counts=counts,
             shared=shared,
             bias=bias,
             max_chunk_elements=max_chunk_elements,
         )
         self.remove_accidental_hits = check_flag("remove_accidental_hits", remove_accidental_hits)
+
+    def reset_parameters(self) -> None:
+        super().reset_parameters()
+        if self.zero_init:
+            nn.init.zeros_(self.weight)
 
     def _loss(self, hidden: Tensor, target: Tensor) -> Tensor:
         negatives, _ = self._draw(hidden.shape[0])
@@ -73,4 +97,4 @@ class NegativeSampling(SamplingOutput):
         return F.softplus(-self.target_logits(hidden, target)) + negative_loss.sum(dim=1)
 
     def extra_repr(self) -> str:
-        return super().extra_repr() + f", remove_accidental_hits={self.remove_accidental_hits}"
+        return super().extra_repr() + f", remove_accidental_hits={self.remove_accidental_hits}, zero_init={self.zero_init}"
