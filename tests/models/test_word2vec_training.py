@@ -4,6 +4,7 @@ negative sampling and hierarchical softmax), and a few epochs on a corpus whose 
 are known."""
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -85,7 +86,8 @@ def test_cli_run_records_word2vec_settings(tmp_path):
                  "--epochs", "1", "--skip-perplexity", "--out", str(tmp_path / "sg")]) == 0
     model, _ = bigvocab.checkpoint.build_from_meta(load_checkpoint(tmp_path / "sg" / "last.pt")["meta"])
     assert model.output.num_samples == 3 and model.output.sampler.power == 0.5
-    assert not (tmp_path / "sg" / "best.pt").exists()
+    assert not (tmp_path / "sg" / "best.pt").exists()  # --skip-perplexity: no validation
+    assert json.loads((tmp_path / "sg" / "summary.json").read_text())["test_ppl"] is None
 
 
 def test_output_layers_start_like_word2vec():

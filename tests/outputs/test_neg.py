@@ -19,7 +19,7 @@ def zipf_counts(size: int) -> list[float]:
 
 def skip_gram_layer(**options):
     torch.manual_seed(0)
-    return bigvocab.create_output("neg", H, V, counts=zipf_counts(V), bias=False, **options)
+    return bigvocab.create_output("neg", H, V, counts=zipf_counts(V), bias=False, zero_init=False, **options)
 
 
 def replay_negatives(layer, seed: int):

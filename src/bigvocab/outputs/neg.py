@@ -67,7 +67,7 @@ class NegativeSampling(SamplingOutput):
                 f"ns_exponent={ns_exponent!r} sets the power of the default unigram sampler; with "
                 f"sampler={sampler!r} give that sampler its own power instead"
             )
-        self.zero_init = check_flag("zero_init", zero_init)
+        self.zero_init = check_flag("zero_init", zero_init)  # before the base constructor calls reset_parameters
         super().__init__(
             in_features,
             num_classes,
@@ -97,4 +97,5 @@ class NegativeSampling(SamplingOutput):
         return F.softplus(-self.target_logits(hidden, target)) + negative_loss.sum(dim=1)
 
     def extra_repr(self) -> str:
-        return super().extra_repr() + f", remove_accidental_hits={self.remove_accidental_hits}, zero_init={self.zero_init}"
+        return (super().extra_repr() + f", remove_accidental_hits={self.remove_accidental_hits}"
+                f", zero_init={self.zero_init}")

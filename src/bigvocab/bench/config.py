@@ -1,0 +1,154 @@
+"""What a benchmark run measures: :class:`BenchConfig` and its ``quick`` / ``full`` presets.
+
+The quick preset is sized so that speed *and* quality finish in under ten minutes on two quiet
+CPU cores: a full-softmax step at V = 100k, H = 256, N = 128 takes about 0.4 s there and every
+layer is paired with one such step per repetition, slow operations get fewer repetitions
+(``op_budget_seconds``) and slow trainings stop at a time cap (``max_train_seconds``). The full
+preset adds V = 1M (a full step there takes tens of seconds) and larger quality runs: one to two
+hours on the same machine.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from bigvocab.errors import ConfigError
+
+
+@dataclass
+class QualityConfig:
+    """One NNLM training run per layer per corpus, all with the same token budget.
+
+    Every layer sees the same ``train_tokens`` (one pass over a synthetic training split of that
+    size), the same model and optimiser, so the perplexities differ only by the output layer.
+    """
+
+    #: V of the "small vocabulary" synthetic language.
+    small_vocab: int = 2_000
+    #: V of the "large vocabulary" synthetic language.
+    large_vocab: int = 10_000
+    #: classes of the synthetic language (its bigram structure lives on classes).
+    num_classes: int = 50
+    #: training tokens each layer sees: the synthetic training split has exactly this many
+    #: (valid and test a tenth each), and one pass is made over it.
+    train_tokens: int = 25_000
+    #: tokens of the Brown training split used per layer (None: all 800k, i.e. one epoch).
+    brown_train_tokens: Optional[int] = 200_000
+    #: a layer still training after this many seconds stops there (its row says so).
+    max_train_seconds: float = 5.0
+    #: intra-op threads while training (None: torch's setting). The NNLM's matrices are small, so
+    #: extra threads buy little, and on a shared machine they mostly wait for each other.
+    threads: Optional[int] = 1
+    batch_size: int = 128
+    #: optimiser name and learning rate of ``bigvocab.train.TrainConfig``, the same for every layer
+    #: (Adam: sparse rows go to SparseAdam, so sampled and tree layers keep sparse steps).
+    optimizer: str = "adam"
+    lr: float = 0.01
+    #: keyword arguments of the ``nnlm`` model (``bigvocab.models.build_model``).
+    model_kwargs: dict = field(default_factory=lambda: {"embedding_dim": 32, "hidden_dim": 64, "context": 3})
+
+
+@dataclass
+class BenchConfig:
+    """Everything one ``bigvocab bench`` run does; build it with :meth:`quick` or :meth:`full`."""
+
+    mode: str = "quick"
+    #: fnmatch patterns over the output layers, the hsm tree variants and the peers; None = all.
+    outputs: Optional[list[str]] = None
+    vocab_sizes: tuple[int, ...] = (10_000, 100_000)
+    #: H, the hidden size fed to every output layer in the speed runs.
+    hidden: int = 256
+    #: N, the rows of a training step (and at most those of ``log_softmax`` and ``topk``).
+    batch: int = 128
+    #: paired repetitions per layer, operation and V ...
+    repeats: int = 3
+    #: ... unless that many pairs would last longer than this (seconds): then as many as fit, >= 1.
+    op_budget_seconds: float = 4.0
+    #: k for every layer that takes ``num_samples``; None leaves each its paper's default
+    #: (sampled and target 1024, nce 25, neg 5, ais 64 -- capped at V - 1).
+    num_samples: Optional[int] = None
+    #: cap on the N' x V floats of the test-time timings (``log_softmax``, ``topk``): beyond it
+    #: they use N' < N rows.
+    max_eval_elements: int = 1 << 22
+    #: each timed call is repeated until it lasts at least this long (seconds).
+    min_time: float = 0.02
+    device: str = "cpu"
+    seed: int = 0
+    out: Optional[Path] = Path("bench-out")
+    brown: Optional[Path] = None
+    skip_speed: bool = False
+    skip_quality: bool = False
+    measure_memory: bool = True
+    plots: bool = True
+    progress: bool = True
+    quality: QualityConfig = field(default_factory=QualityConfig)
+
+    @classmethod
+    def quick(cls, **overrides) -> "BenchConfig":
+        """Under ten minutes on two quiet CPU cores: V in {10k, 100k}, N = 128, three repetitions,
+        quality runs of 25k tokens or 5 s per layer."""
+        return cls(mode="quick", **overrides)
+
+    @classmethod
+    def full(cls, **overrides) -> "BenchConfig":
+        """The long run: V up to 1M, N = 512, five repetitions, quality runs of 300k tokens or
+        4 minutes per layer on V = 10k and 100k."""
+        quality = QualityConfig(
+            small_vocab=10_000,
+            large_vocab=100_000,
+            train_tokens=300_000,
+            brown_train_tokens=None,
+            max_train_seconds=240.0,
+            threads=None,
+            batch_size=256,
+            model_kwargs={"embedding_dim": 32, "hidden_dim": 128, "context": 4},
+        )
+        settings = dict(
+            mode="full",
+            vocab_sizes=(10_000, 100_000, 1_000_000),
+            batch=512,
+            repeats=5,
+            op_budget_seconds=60.0,
+            max_eval_elements=1 << 25,
+            quality=quality,
+        )
+        settings.update(overrides)
+        return cls(**settings)
+
+    def to_dict(self) -> dict:
+        out = dataclasses.asdict(self)
+        out["out"] = str(self.out) if self.out is not None else None
+        out["brown"] = str(self.brown) if self.brown is not None else None
+        return out
+
+
+def parse_size(text: str) -> int:
+    """``"10000"``, ``"10k"``, ``"1M"`` -> int; anything else is a :class:`ConfigError`."""
+    cleaned = text.strip().lower().replace("_", "")
+    scale = {"k": 1_000, "m": 1_000_000}.get(cleaned[-1:], 1)
+    digits = cleaned[:-1] if scale != 1 else cleaned
+    try:
+        value = float(digits) * scale
+    except ValueError:
+        raise ConfigError(f"cannot read {text!r} as a size (write e.g. 10000, 10k or 1M)") from None
+    if value != int(value) or value < 2:
+        raise ConfigError(f"a vocabulary size must be a whole number >= 2, got {text!r}")
+    return int(value)
+
+
+def parse_sizes(text: str) -> tuple[int, ...]:
+    """``"10000,100k,1M"`` -> (10000, 100000, 1000000), sorted, duplicates removed."""
+    parts = [part for part in text.split(",") if part.strip()]
+    if not parts:
+        raise ConfigError("--vocab-sizes needs at least one size, e.g. 10000,100000")
+    return tuple(sorted({parse_size(part) for part in parts}))
+
+
+def parse_patterns(text: str) -> list[str]:
+    """``"hsm*, sampled"`` -> ["hsm*", "sampled"]."""
+    patterns = [part.strip() for part in text.split(",") if part.strip()]
+    if not patterns:
+        raise ConfigError("--outputs needs at least one name or pattern, e.g. 'hsm*,sampled'")
+    return patterns

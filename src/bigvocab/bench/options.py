@@ -1,0 +1,77 @@
+"""The ``bigvocab bench`` command-line options and the entry point the CLI calls."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from bigvocab.bench.config import BenchConfig, parse_patterns, parse_sizes
+from bigvocab.bench.report import summary_table
+from bigvocab.bench.runner import run_bench
+
+
+def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``bench`` options to ``parser`` (the CLI's ``bench`` sub-parser)."""
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--quick",
+        dest="bench_mode",
+        action="store_const",
+        const="quick",
+        help="the default: V in {10k, 100k}, small quality runs; under 10 minutes on 2 CPU cores",
+    )
+    mode.add_argument(
+        "--full", dest="bench_mode", action="store_const", const="full", help="the long run: V up to 1M, bigger quality runs"
+    )
+    parser.set_defaults(bench_mode="quick")
+    parser.add_argument(
+        "--outputs",
+        metavar="PATTERNS",
+        help="comma-separated names or fnmatch patterns of the rows to run, e.g. 'hsm*,sampled' "
+        "(default: every registered layer, each hsm tree, and the PyTorch peers; 'full' always runs)",
+    )
+    parser.add_argument("--vocab-sizes", metavar="SIZES", help="comma-separated V for the speed runs, e.g. 10k,100k,1M")
+    parser.add_argument("--hidden", type=int, metavar="H", help="hidden size fed to the output layers (default 256)")
+    parser.add_argument("--batch", type=int, metavar="N", help="rows per training step (quick 256, full 512)")
+    parser.add_argument("--repeats", type=int, metavar="R", help="paired repetitions per measurement (quick 3, full 5)")
+    parser.add_argument(
+        "--num-samples", type=int, metavar="K", help="k for every layer that samples (default: each layer's own, its paper's)"
+    )
+    parser.add_argument("--device", help="torch device: cpu (default) or cuda[:i]")
+    parser.add_argument("--seed", type=int, help="seed of data, weights and samples (default 0)")
+    parser.add_argument("--out", type=Path, default=Path("bench-out"), metavar="DIR", help="where the files go (default bench-out/)")
+    parser.add_argument("--brown", type=Path, metavar="PATH", help="the tagged Brown corpus directory: adds Bengio's Brown quality run")
+    parser.add_argument("--skip-speed", action="store_true", help="no speed, memory or matmul measurements")
+    parser.add_argument("--skip-quality", action="store_true", help="no training runs")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def config_from_args(args: argparse.Namespace) -> BenchConfig:
+    """The preset named by ``--quick``/``--full`` with the options given on top of it."""
+    overrides: dict = {}
+    if getattr(args, "outputs", None) is not None:
+        overrides["outputs"] = parse_patterns(args.outputs)
+    if getattr(args, "vocab_sizes", None) is not None:
+        overrides["vocab_sizes"] = parse_sizes(args.vocab_sizes)
+    for name in ("hidden", "batch", "repeats", "num_samples", "device", "seed", "brown"):
+        value = getattr(args, name, None)
+        if value is not None:
+            overrides[name] = value
+    overrides["out"] = getattr(args, "out", Path("bench-out"))
+    overrides["skip_speed"] = bool(getattr(args, "skip_speed", False))
+    overrides["skip_quality"] = bool(getattr(args, "skip_quality", False))
+    overrides["progress"] = not getattr(args, "no_progress", False)
+    preset = BenchConfig.full if getattr(args, "bench_mode", "quick") == "full" else BenchConfig.quick
+    return preset(**overrides)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run ``bigvocab bench`` as parsed into ``args``; print the table and where the files are."""
+    config = config_from_args(args)
+    results = run_bench(config, stream=sys.stdout)
+    print(f"\nsummary ({results['wall_seconds']:.0f} s):\n{summary_table(results)}")
+    for path in results.get("files", []):
+        print(f"wrote {path}")
+    for note in results.get("notes", []):
+        print(f"note: {note}")
+    return 0

@@ -1,0 +1,80 @@
+"""PNG plots of a run (matplotlib is optional: ``pip install bigvocab[plot]``).
+
+* ``speedup_vs_vocab.png`` -- training speed-up over ``full`` against V, log-log, with the
+  interquartile range of the paired ratios as error bars.
+* ``perplexity_vs_time.png`` -- test perplexity (as a ratio to the floor where it is known)
+  against training wall time, one panel per corpus.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+MISSING_MATPLOTLIB = "matplotlib is not installed, so no plots were drawn (pip install 'bigvocab[plot]')"
+
+
+def _pyplot():
+    try:
+        import matplotlib
+    except ImportError:
+        return None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def write_plots(results: dict, out_dir: Path) -> tuple[list[Path], list[str]]:
+    """(paths written, notes); without matplotlib no path and a note saying why."""
+    plt = _pyplot()
+    if plt is None:
+        return [], [MISSING_MATPLOTLIB]
+    written = []
+    ok_speed = [r for r in results.get("speed", []) if r.get("train_speedup") is not None]
+    if ok_speed:
+        written.append(_speedup_plot(plt, ok_speed, out_dir / "speedup_vs_vocab.png"))
+    ok_quality = [r for r in results.get("quality", []) if r.get("test_ppl") is not None]
+    if ok_quality:
+        written.append(_perplexity_plot(plt, ok_quality, out_dir / "perplexity_vs_time.png"))
+    return written, []
+
+
+def _speedup_plot(plt, rows: list[dict], path: Path) -> Path:
+    figure, axes = plt.subplots(figsize=(8, 5.5))
+    for label in dict.fromkeys(r["approach"] for r in rows):
+        mine = sorted((r for r in rows if r["approach"] == label), key=lambda r: r["vocab_size"])
+        sizes = [r["vocab_size"] for r in mine]
+        medians = [r["train_speedup"] for r in mine]
+        below = [m - r["train_q1"] for m, r in zip(medians, mine)]
+        above = [r["train_q3"] - m for m, r in zip(medians, mine)]
+        axes.errorbar(sizes, medians, yerr=[below, above], marker="o", capsize=3, label=label)
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
+    axes.set_xlabel("vocabulary size V")
+    axes.set_ylabel("training speed-up over full softmax")
+    axes.set_title("Training step speed-up (median of paired ratios, IQR bars)")
+    axes.legend(fontsize=7, ncol=2)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+def _perplexity_plot(plt, rows: list[dict], path: Path) -> Path:
+    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+    figure, panels = plt.subplots(1, len(datasets), figsize=(6 * len(datasets), 5), squeeze=False)
+    for axes, dataset in zip(panels[0], datasets):
+        mine = [r for r in rows if r["dataset"] == dataset]
+        relative = all(r.get("ppl_ratio") is not None for r in mine)
+        for row in mine:
+            value = row["ppl_ratio"] if relative else row["test_ppl"]
+            axes.scatter(row["train_seconds"], value)
+            axes.annotate(row["approach"], (row["train_seconds"], value), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        axes.set_xscale("log")
+        axes.set_xlabel("training wall time (s)")
+        axes.set_ylabel("test perplexity / floor" if relative else "test perplexity")
+        axes.set_title(dataset)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path

@@ -1,0 +1,298 @@
+"""The files of a run: ``results.json`` (everything), ``results.csv`` (one line per measured
+row) and ``report.md`` (the summary table in the shape of Ruder 2016's comparison, after Chen et
+al. 2015, then the raw tables and the machine)."""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import shlex
+from pathlib import Path
+from typing import Optional
+
+from bigvocab.bench import formatting as fmt
+from bigvocab.bench.config import BenchConfig
+
+SUMMARY_COLUMNS = ["Approach", "Train speed-up", "Test speed-up", "PPL small vocab", "PPL large vocab", "Parameters %"]
+
+
+def summarise(results: dict) -> list[dict]:
+    """One line per approach: speed-ups and parameters at the largest V of the speed runs,
+    perplexities on the first (small) and second (large) quality corpora."""
+    speed = results.get("speed", [])
+    quality = results.get("quality", [])
+    largest = max((row["vocab_size"] for row in speed), default=None)
+    datasets = list(dict.fromkeys(row["dataset"] for row in quality))
+    summary = []
+    for label in results["approaches"]:
+        at_largest = next((r for r in speed if r["approach"] == label and r["vocab_size"] == largest), None)
+        line: dict = {"approach": label, "speed_vocab": largest}
+        if at_largest is not None:
+            line.update(
+                train_speedup=at_largest.get("train_speedup"),
+                test_speedup=at_largest.get("log_softmax_speedup"),
+                topk_speedup=at_largest.get("topk_speedup"),
+                params_pct=at_largest.get("params_pct"),
+                speed_failed=at_largest.get("status") == "error",
+            )
+        for slot, dataset in zip(("small", "large", "third"), datasets):
+            found = next((r for r in quality if r["approach"] == label and r["dataset"] == dataset), None) or {}
+            line[f"ppl_{slot}_dataset"] = dataset
+            line[f"ppl_{slot}"] = found.get("test_ppl")
+            line[f"ppl_{slot}_ratio"] = found.get("ppl_ratio")
+            line[f"ppl_{slot}_failed"] = found.get("status") == "error"
+        errors = [f"{r.get('dataset', fmt.vocab(r['vocab_size']))}: {r['error']}" for r in speed + quality if r["approach"] == label and r.get("status") == "error"]
+        line["errors"] = "; ".join(errors)
+        summary.append(line)
+    return summary
+
+
+def _clean(value):
+    """JSON has no NaN or Infinity: they become null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _clean(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(item) for item in value]
+    return value
+
+
+def write_json(results: dict, path: Path) -> Path:
+    path.write_text(json.dumps(_clean(results), indent=2, default=str) + "\n")
+    return path
+
+
+def write_csv(results: dict, path: Path) -> Path:
+    """Speed and quality rows in one table (``phase`` tells them apart); the columns are the
+    union of the rows' keys, in order of first appearance."""
+    rows = list(results.get("speed", [])) + list(results.get("quality", []))
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({key: _csv_value(row.get(key)) for key in columns})
+    return path
+
+
+def _csv_value(value):
+    if isinstance(value, (dict, list)):
+        return json.dumps(value)
+    return "" if value is None else value
+
+
+def reproduce_command(config: BenchConfig) -> str:
+    """The ``bigvocab bench`` command line that repeats this run."""
+    preset = BenchConfig.full() if config.mode == "full" else BenchConfig.quick()
+    parts = ["bigvocab", "bench", f"--{config.mode}"]
+    if config.outputs is not None:
+        parts += ["--outputs", ",".join(config.outputs)]
+    options = [
+        ("vocab_sizes", "--vocab-sizes", lambda sizes: ",".join(str(v) for v in sizes)),
+        ("hidden", "--hidden", str),
+        ("batch", "--batch", str),
+        ("repeats", "--repeats", str),
+        ("num_samples", "--num-samples", str),
+        ("device", "--device", str),
+        ("seed", "--seed", str),
+    ]
+    for field, flag, render in options:
+        if getattr(config, field) != getattr(preset, field):
+            parts += [flag, render(getattr(config, field))]
+    if config.brown is not None:
+        parts += ["--brown", str(config.brown)]
+    parts += [flag for flag, on in (("--skip-speed", config.skip_speed), ("--skip-quality", config.skip_quality)) if on]
+    if config.out is not None:
+        parts += ["--out", str(config.out)]
+    return " ".join(shlex.quote(part) for part in parts)
+
+
+def _table(header: list[str], lines: list[list[str]]) -> str:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(cell.replace("|", "\\|") for cell in line) + " |" for line in lines]
+    return "\n".join(out)
+
+
+def summary_table(results: dict) -> str:
+    """The comparison table in the shape of Ruder (2016) / Chen et al. (2015)."""
+    lines = []
+    for line in results["summary"]:
+        lines.append(
+            [
+                line["approach"],
+                _or_error(fmt.speedup(line.get("train_speedup")), line.get("speed_failed")),
+                _or_error(fmt.speedup(line.get("test_speedup")), line.get("speed_failed")),
+                *(
+                    _or_error(
+                        fmt.perplexity({"test_ppl": line.get(f"ppl_{slot}"), "ppl_ratio": line.get(f"ppl_{slot}_ratio")}),
+                        line.get(f"ppl_{slot}_failed"),
+                    )
+                    for slot in ("small", "large")
+                ),
+                fmt.percent(line.get("params_pct"), 0),
+            ]
+        )
+    return _table(SUMMARY_COLUMNS, lines)
+
+
+def _or_error(text: str, failed: Optional[bool]) -> str:
+    """A missing figure of a row that failed reads "error" (the raw tables say why)."""
+    return "error" if failed and text == fmt.MISSING else text
+
+
+def speed_table(rows: list[dict]) -> str:
+    header = [
+        "V",
+        "Approach",
+        "Train speed-up [IQR]",
+        "Train s/step",
+        "log_softmax speed-up [IQR]",
+        "Test rows N'",
+        "Top-10 speed-up [IQR]",
+        "Params",
+        "Params %",
+        "Peak step MiB",
+        "Required GFLOP",
+        "Achieved GFLOP/s",
+        "% of matmul rate",
+        "Status",
+    ]
+    lines = []
+    for row in rows:
+        fraction = row.get("matmul_fraction")
+        required = row.get("required_flops")
+        lines.append(
+            [
+                fmt.vocab(row["vocab_size"]),
+                row["approach"],
+                fmt.speedup_spread(row, "train"),
+                fmt.number(row.get("train_seconds"), 4),
+                fmt.speedup_spread(row, "log_softmax"),
+                str(row.get("eval_rows", fmt.MISSING)),
+                fmt.speedup_spread(row, "topk"),
+                fmt.number(row.get("params"), 0),
+                fmt.percent(row.get("params_pct")),
+                fmt.number(row.get("peak_step_mib")),
+                fmt.number(None if required is None else required / 1e9, 2)
+                + ("" if str(row.get("flops_source", "formula")) == "formula" else " (counted)"),
+                fmt.number(row.get("achieved_gflops")),
+                fmt.percent(None if fraction is None else 100 * fraction),
+                _status_cell(row),
+            ]
+        )
+    return _table(header, lines)
+
+
+def quality_table(rows: list[dict]) -> str:
+    header = ["Corpus", "Approach", "V", "Tokens trained", "Test perplexity", "Train s", "Eval s", "Status"]
+    lines = [
+        [
+            row["dataset"],
+            row["approach"],
+            f"{row['vocab_size']:,}",
+            _tokens_cell(row),
+            fmt.perplexity(row),
+            fmt.number(row.get("train_seconds")),
+            fmt.number(row.get("eval_seconds")),
+            _status_cell(row),
+        ]
+        for row in rows
+    ]
+    return _table(header, lines)
+
+
+def _tokens_cell(row: dict) -> str:
+    seen = row.get("tokens_seen")
+    if seen is None:
+        return f"({row['train_tokens']:,})"
+    return f"{seen:,}" + (" (time cap)" if row.get("time_capped") else "")
+
+
+def _status_cell(row: dict) -> str:
+    memory = row.get("memory_error")
+    status = "ok" if row.get("status") == "ok" else f"error: {row.get('error', '')}"
+    return status if not memory else f"{status} (memory: {memory})"
+
+
+def machine_table(machine: dict) -> str:
+    return _table(["", ""], [[key, str(value)] for key, value in machine.items()])
+
+
+def matmul_table(matmul: dict) -> str:
+    lines = [[f"{s['m']} x {s['k']} x {s['n']}", fmt.number(s["gflops"])] for s in matmul["shapes"]]
+    return _table(["Product (m x k x n)", "GFLOP/s"], lines)
+
+
+def write_markdown(results: dict, config: BenchConfig, path: Path, *, plots: Optional[list[Path]] = None) -> Path:
+    speed, quality = results.get("speed", []), results.get("quality", [])
+    parts = [
+        f"# bigvocab bench ({config.mode})",
+        f"Reproduce with `{reproduce_command(config)}`. Wall time {results['wall_seconds']:.0f} s.",
+        "## Summary",
+        _summary_caption(results, config),
+        summary_table(results),
+    ]
+    if plots:
+        parts.append("\n".join(f"![{plot.stem}]({plot.name})" for plot in plots))
+    if speed:
+        parts += ["## Speed (raw)", _speed_caption(config), speed_table(speed)]
+        parts += ["## Dense matrix-multiply rate", matmul_table(results["matmul"])]
+    if quality:
+        parts += ["## Quality (raw)", _quality_caption(config), quality_table(quality)]
+    parts += ["## Machine", machine_table(results["machine"])]
+    notes = results.get("notes") or []
+    if notes:
+        parts += ["## Notes", "\n".join(f"- {note}" for note in notes)]
+    path.write_text("\n\n".join(parts) + "\n")
+    return path
+
+
+def _summary_caption(results: dict, config: BenchConfig) -> str:
+    largest = results["summary"][0].get("speed_vocab") if results["summary"] else None
+    datasets = [results["summary"][0].get(f"ppl_{slot}_dataset") for slot in ("small", "large")] if results["summary"] else []
+    speed_part = (
+        f"Speed-ups over `full` at V = {largest:,}, H = {config.hidden}, N = {config.batch} "
+        "(train: one training step; test: the exact normalised distribution, `log_softmax`, on the test-time "
+        "rows N' of the raw table); "
+        if largest
+        else "No speed run; "
+    )
+    quality_part = (
+        "perplexities are exact test perplexities of the same NNLM trained with each layer on "
+        + " and ".join(f"`{d}`" for d in datasets if d)
+        + " (ratio to the synthetic language's floor in brackets); "
+        if any(datasets)
+        else "no quality run; "
+    )
+    return speed_part + quality_part + "parameters of the output layer as a percentage of `full`'s."
+
+
+def _speed_caption(config: BenchConfig) -> str:
+    return (
+        f"Each speed-up is the median over {config.repeats} repetitions (fewer where {config.repeats} pairs would "
+        f"last over {config.op_budget_seconds:g} s; the JSON/CSV give each count) of the ratio full time / layer time, "
+        f"\"(1 call)\" marks an operation whose single call outlasts that budget: its warm-up call against one of full's; "
+        "the two timed back to back in each repetition (order alternating), after a warm-up; IQR in brackets. "
+        "Training steps use N rows; `log_softmax` and top-10 use the test-time rows N' (N unless N x V floats "
+        "would exceed the cap in the notes). "
+        "`full` paired with itself shows the noise of the measurement. Peak step MiB: growth of the resident "
+        "set (VmHWM after − VmRSS before) over one training step in a separate process whose allocator returns "
+        "freed blocks (CPU), or `torch.cuda.max_memory_allocated` growth (GPU); parameters excluded. "
+        "Required GFLOP: the arithmetic the method must do (see `bigvocab.bench.flops`); `(counted)` marks "
+        "methods without a formula, whose executed matmul flops are used. % of matmul rate: required flops / "
+        "step time / the best dense matmul rate measured below."
+    )
+
+
+def _quality_caption(config: BenchConfig) -> str:
+    q = config.quality
+    return (
+        f"NNLM {q.model_kwargs}, one pass over the first tokens of the training split (synthetic: "
+        f"{q.train_tokens:,}; Brown: {'all' if q.brown_train_tokens is None else f'{q.brown_train_tokens:,}'}) "
+        f"(stopped after {q.max_train_seconds:g} s if not done: same token budget and time cap for every layer), "
+        f"batch {q.batch_size}, {q.threads or 'all'} intra-op thread(s), "
+        f"optimiser {q.optimizer} (lr {q.lr}), seed {config.seed}, "
+        + ("each sampling layer with its own default k" if config.num_samples is None else f"k = {config.num_samples} for the layers that sample")
+        + ". Test perplexity is exact for every layer (normalised over the whole vocabulary)."
+    )

@@ -1,0 +1,158 @@
+"""``run_bench``: matmul rate, speed, memory, quality, then the files -- printing as it goes."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Optional, TextIO
+
+import torch
+from tqdm import tqdm
+
+from bigvocab.bench import table
+from bigvocab.bench.config import BenchConfig
+from bigvocab.bench.machine import describe_machine
+from bigvocab.bench.matmul_rate import matmul_shapes, measure_matmul_rate
+from bigvocab.bench.memory import measure_memory
+from bigvocab.bench.plots import write_plots
+from bigvocab.bench.quality import quality_tasks, run_quality_task
+from bigvocab.bench.report import summarise, write_csv, write_json, write_markdown
+from bigvocab.bench.selection import select_candidates
+from bigvocab.bench.speed import add_matmul_fractions, measure_vocab
+from bigvocab.errors import ConfigError
+from bigvocab.validation import check_nonnegative_int, check_positive_float, check_positive_int
+
+
+def check_config(config: BenchConfig) -> torch.device:
+    """Validate sizes and the device before anything long starts."""
+    for name in ("hidden", "batch", "repeats", "max_eval_elements"):
+        check_positive_int(name, getattr(config, name))
+    if config.num_samples is not None:
+        check_positive_int("num_samples", config.num_samples)
+    check_nonnegative_int("seed", config.seed)
+    check_positive_float("op_budget_seconds", config.op_budget_seconds)
+    if not config.vocab_sizes and not config.skip_speed:
+        raise ConfigError("no vocabulary size to measure (--vocab-sizes)")
+    if any(v < 2 for v in config.vocab_sizes):
+        raise ConfigError(f"every vocabulary size must be at least 2, got {list(config.vocab_sizes)}")
+    try:
+        device = torch.device(config.device)
+    except RuntimeError as error:
+        raise ConfigError(f"unknown device {config.device!r}: {error}") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"device {config.device!r} was asked for but CUDA is not available here")
+    if device.type not in ("cpu", "cuda"):
+        raise ConfigError(f"the benchmark runs on 'cpu' or 'cuda' devices, got {config.device!r}")
+    if config.brown is not None and not Path(config.brown).exists():
+        raise ConfigError(f"--brown path {str(config.brown)!r} does not exist")
+    return device
+
+
+class _Printer:
+    """Lines above a tqdm bar; the bar is hidden when progress is off or output is not a terminal."""
+
+    def __init__(self, total: int, enabled: bool, stream: Optional[TextIO]) -> None:
+        self.stream = stream
+        self.bar = tqdm(total=total, disable=None if enabled else True, unit="row", leave=False, dynamic_ncols=True)
+
+    def line(self, text: str) -> None:
+        if self.stream is not None:
+            tqdm.write(text, file=self.stream)
+
+    def row(self, text: str) -> None:
+        self.line(text)
+        self.bar.update(1)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def run_bench(config: BenchConfig, *, stream: Optional[TextIO] = None) -> dict:
+    """Run the benchmark ``config`` describes and write its files to ``config.out`` (if set).
+
+    Returns the results: ``config``, ``machine``, ``approaches`` (row labels in order),
+    ``matmul``, ``speed`` and ``quality`` rows, ``summary`` (the comparison table), ``notes``,
+    ``phase_seconds``, ``files`` and ``wall_seconds``. Lines of the terminal table go to ``stream`` (None: silent).
+    """
+    started = time.perf_counter()
+    device = check_config(config)
+    candidates = select_candidates(config.outputs)
+    tasks = [] if config.skip_quality else quality_tasks(config)
+    results: dict = {
+        "config": config.to_dict(),
+        "machine": describe_machine(device),
+        "approaches": [c.label for c in candidates],
+        "speed": [],
+        "quality": [],
+        "notes": [],
+    }
+    total = (0 if config.skip_speed else len(config.vocab_sizes) * len(candidates)) + len(tasks) * len(candidates)
+    printer = _Printer(total, config.progress, stream)
+    phases = results["phase_seconds"] = {}
+    try:
+        if not config.skip_speed:
+            start = time.perf_counter()
+            _speed_phase(config, device, candidates, results, printer)
+            phases["speed"] = time.perf_counter() - start
+        for task in tasks:
+            start = time.perf_counter()
+            printer.line(f"\nquality: NNLM on {task.name}\n{table.QUALITY_HEADER}")
+            results["quality"] += run_quality_task(task, candidates, config, lambda r: printer.row(table.quality_line(r)))
+            phases[f"quality {task.name}"] = time.perf_counter() - start
+    finally:
+        printer.close()
+    results["summary"] = summarise(results)
+    results["wall_seconds"] = time.perf_counter() - started
+    if config.out is not None:
+        results["files"] = [str(p) for p in write_outputs(results, config, Path(config.out))]
+    return results
+
+
+def _speed_phase(config: BenchConfig, device: torch.device, candidates, results: dict, printer: _Printer) -> None:
+    shapes = matmul_shapes(config.hidden, config.batch)
+    matmul = measure_matmul_rate(shapes, device, seed=config.seed)
+    printer.line(f"dense matmul rate: {matmul['best_gflops']:.1f} GFLOP/s (best of {len(shapes)} shapes)")
+    printer.line(f"\nspeed: H={config.hidden}, N={config.batch}, {config.repeats} paired repetitions\n{table.SPEED_HEADER}")
+    for vocab_size in config.vocab_sizes:
+        start = time.perf_counter()
+        memory = measure_memory(_memory_spec(config, candidates, vocab_size)) if config.measure_memory else {}
+        results["phase_seconds"][f"memory V={vocab_size}"] = time.perf_counter() - start
+        rows = measure_vocab(candidates, vocab_size, config, memory=memory, on_row=lambda r: printer.row(table.speed_line(r)))
+        results["speed"] += rows
+        eval_rows = rows[0]["eval_rows"]
+        if eval_rows < config.batch:
+            results["notes"].append(
+                f"V={vocab_size:,}: log_softmax and topk timed on {eval_rows} rows instead of {config.batch} "
+                f"(N' x V floats capped at {config.max_eval_elements:,})"
+            )
+        # The machine's rate drifts with its load: re-measured after each V, the best one is the limit.
+        again = measure_matmul_rate(shapes, device, seed=config.seed)
+        if again["best_gflops"] > matmul["best_gflops"]:
+            matmul = again
+    results["matmul"] = matmul
+    add_matmul_fractions(results["speed"], matmul["best_gflops"])
+    printer.line(f"best dense matmul rate of the run: {matmul['best_gflops']:.1f} GFLOP/s")
+
+
+def _memory_spec(config: BenchConfig, candidates, vocab_size: int) -> dict:
+    return {
+        "labels": [c.label for c in candidates],
+        "vocab_size": vocab_size,
+        "hidden": config.hidden,
+        "batch": config.batch,
+        "seed": config.seed,
+        "num_samples": config.num_samples,
+        "device": config.device,
+        "threads": torch.get_num_threads(),
+    }
+
+
+def write_outputs(results: dict, config: BenchConfig, out_dir: Path) -> list[Path]:
+    """results.json, results.csv, the plots (if matplotlib is there) and report.md."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plots: list[Path] = []
+    if config.plots:
+        plots, notes = write_plots(results, out_dir)
+        results["notes"] += notes
+    markdown = write_markdown(results, config, out_dir / "report.md", plots=plots)
+    written = [write_json(results, out_dir / "results.json"), write_csv(results, out_dir / "results.csv"), markdown]
+    return written + plots

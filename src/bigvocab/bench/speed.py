@@ -1,0 +1,246 @@
+"""Speed: every row's training step, ``log_softmax`` and ``topk`` against ``full``, paired.
+
+For each V, one workload (hidden states, unigram-distributed targets) is shared by all rows. The
+reference ``full`` is warmed up once; each row is built, warmed up (its first training step runs
+under a flop counter), and then timed in ``repeats`` pairs with ``full`` (see
+:mod:`bigvocab.bench.stats`). ``full`` itself is paired with itself: its spread is the noise of
+the measurement. A row that fails to build or to run an operation keeps its place and its error.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import torch
+
+from bigvocab.bench.config import BenchConfig
+from bigvocab.bench.flops import counted_flops, required_train_flops
+from bigvocab.bench.memory import MIB
+from bigvocab.bench.operations import OPERATIONS, Workload, evaluation_rows, layer_operations, make_workload
+from bigvocab.bench.selection import Candidate
+from bigvocab.bench.side_data import build_layer, synthetic_side_data
+from bigvocab.bench.stats import paired_speedup
+from bigvocab.bench.timing import inner_loop_size, paired_timings, seconds_per_call, synchronize
+from bigvocab.outputs.base import OutputLayer
+
+#: Rows whose training step holds the dense (N, V) logits, their softmax and gradient at once.
+DENSE_LOGIT_PEERS = {"torch-linear"}
+
+
+@dataclass
+class Prepared:
+    """A built layer with its operation closures, the seconds of one call of each (from the
+    warm-up), inner-loop sizes and counted flops."""
+
+    layer: OutputLayer
+    operations: dict[str, Callable[[], object]]
+    seconds: dict[str, float]
+    inner: dict[str, int]
+    counted_train_flops: Optional[float]
+
+
+def prepare(layer: OutputLayer, workload: Workload, device: torch.device, min_time: float) -> tuple[Prepared, list[str]]:
+    """Warm each operation up (the first training step runs under the flop counter) and size its
+    inner loop: from the warm-up call when that already lasts ``min_time`` (slow operations are
+    not run again for nothing), else from a second call free of first-call costs. Failures are
+    returned as messages, per operation."""
+    operations = layer_operations(layer, workload)
+    call_seconds: dict[str, float] = {}
+    inner: dict[str, int] = {}
+    errors: list[str] = []
+    counted = None
+    for name, operation in operations.items():
+        try:
+            synchronize(device)
+            start = time.perf_counter()
+            if name == "train":
+                counted = _count_or_none(operation)
+            else:
+                operation()
+            synchronize(device)
+            seconds = time.perf_counter() - start
+            if seconds < min_time:
+                seconds = seconds_per_call(operation, 1, device)
+            call_seconds[name] = seconds
+            inner[name] = inner_loop_size(seconds, min_time)
+        except Exception as error:  # reported on the row
+            errors.append(f"{name}: {type(error).__name__}: {error}")
+    return Prepared(layer, operations, call_seconds, inner, counted), errors
+
+
+def _count_or_none(step: Callable[[], object]) -> Optional[float]:
+    try:
+        return counted_flops(step)
+    except Exception:  # the counter could not follow an op; the step itself is retried bare
+        step()
+        return None
+
+
+def parameter_count(layer: OutputLayer) -> int:
+    return sum(p.numel() for p in layer.parameters())
+
+
+def check_dense_memory(candidate: Candidate, num_rows: int, num_classes: int, hidden: int) -> None:
+    """Refuse a dense-logit peer whose step would not fit in the memory available now, rather
+    than let the system kill the whole run: logits, softmax and their gradient are 3·N·V floats,
+    the weight and its gradient 2·V·H."""
+    if candidate.method not in DENSE_LOGIT_PEERS:
+        return
+    needed = 4.0 * (3 * num_rows * num_classes + 2 * num_classes * hidden)
+    available = available_memory_bytes()
+    if available is not None and needed > 0.8 * available:
+        raise MemoryError(f"a step needs about {needed / 2**30:.1f} GiB, only {available / 2**30:.1f} GiB is available")
+
+
+def available_memory_bytes() -> Optional[float]:
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return float(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def measure_vocab(
+    candidates: list[Candidate],
+    vocab_size: int,
+    config: BenchConfig,
+    *,
+    memory: dict[str, dict],
+    on_row: Callable[[dict], None],
+) -> list[dict]:
+    """One row per candidate at vocabulary size ``vocab_size``; candidates[0] must be ``full``.
+    ``memory`` holds the peak-memory results by label (see :mod:`bigvocab.bench.memory`)."""
+    device = torch.device(config.device)
+    side = synthetic_side_data(vocab_size, seed=config.seed)
+    eval_rows = evaluation_rows(config.batch, vocab_size, config.max_eval_elements)
+    workload = make_workload(side.counts, config.hidden, config.batch, eval_rows, seed=config.seed, device=device)
+    torch.manual_seed(config.seed)
+    reference_layer, _ = build_layer(candidates[0], config.hidden, vocab_size, side, num_samples=config.num_samples)
+    reference, reference_errors = prepare(reference_layer.to(device), workload, device, config.min_time)
+    if reference_errors:
+        raise RuntimeError(f"the reference layer 'full' failed at V={vocab_size}: {'; '.join(reference_errors)}")
+    full_params = parameter_count(reference_layer)
+    rows = []
+    for candidate in candidates:
+        row = _base_row(candidate, vocab_size, config, eval_rows)
+        row.update({key: value for key, value in memory.get(candidate.label, {}).items() if key != "label"})
+        errors: list[str] = []
+        try:
+            check_dense_memory(candidate, config.batch, vocab_size, config.hidden)
+            torch.manual_seed(config.seed)
+            start = time.perf_counter()
+            layer, shown = build_layer(candidate, config.hidden, vocab_size, side, num_samples=config.num_samples)
+            row["build_seconds"] = time.perf_counter() - start
+            row["options"] = shown
+            layer = layer.to(device)
+            prepared, errors = prepare(layer, workload, device, config.min_time)
+            row.update(time_operations(reference, prepared, config, device))
+            row.update(_size_and_flops(candidate, layer, workload, prepared, full_params, row))
+            del layer, prepared
+        except Exception as error:  # a failing layer is a row that says why, never a silent gap
+            errors.append(f"{type(error).__name__}: {error}")
+        row["status"] = "error" if errors else "ok"
+        row["error"] = "; ".join(errors)
+        on_row(row)
+        rows.append(row)
+    return rows
+
+
+def _base_row(candidate: Candidate, vocab_size: int, config: BenchConfig, eval_rows: int) -> dict:
+    return {
+        "phase": "speed",
+        "approach": candidate.label,
+        "method": candidate.method,
+        "kind": candidate.kind,
+        "vocab_size": vocab_size,
+        "hidden": config.hidden,
+        "batch": config.batch,
+        "eval_rows": eval_rows,
+    }
+
+
+def repeats_within(budget_seconds: float, pair_seconds: float, most: int) -> int:
+    """Repetitions of a pair lasting ``pair_seconds`` that fit in ``budget_seconds``, between 1
+    and ``most``: a very slow operation is timed fewer times rather than stall the run."""
+    if pair_seconds <= 0:
+        return most
+    return max(1, min(most, int(budget_seconds // pair_seconds)))
+
+
+def time_operations(reference: Prepared, prepared: Prepared, config: BenchConfig, device: torch.device) -> dict:
+    """``{op}_speedup`` (median of full/layer per repetition), quartiles, extremes, seconds, and
+    the repetitions actually made: fewer than asked when the pairs would overrun the budget, 0
+    when one call of the layer alone does (then the warm-up call is compared with one of full's)."""
+    out: dict = {}
+    for name in OPERATIONS:
+        if name not in prepared.inner:
+            continue
+        if prepared.seconds[name] > config.op_budget_seconds:
+            # Slower than the whole budget: its warm-up call is its one timing, set against a
+            # fresh call of full's (repeats = 0 marks this unpaired estimate).
+            repeats = 0
+            layer_times = [prepared.seconds[name]]
+            full_times = [seconds_per_call(reference.operations[name], reference.inner[name], device)]
+        else:
+            pair = max(prepared.seconds[name], config.min_time) + max(reference.seconds[name], config.min_time)
+            repeats = repeats_within(config.op_budget_seconds, pair, config.repeats)
+            full_times, layer_times = paired_timings(
+                reference.operations[name],
+                prepared.operations[name],
+                reference_inner=reference.inner[name],
+                candidate_inner=prepared.inner[name],
+                repeats=repeats,
+                device=device,
+            )
+        summary = paired_speedup(full_times, layer_times)
+        out.update(
+            {
+                f"{name}_speedup": summary.median,
+                f"{name}_q1": summary.q1,
+                f"{name}_q3": summary.q3,
+                f"{name}_min": summary.min,
+                f"{name}_max": summary.max,
+                f"{name}_seconds": summary.candidate_seconds,
+                f"{name}_full_seconds": summary.reference_seconds,
+                f"{name}_repeats": repeats,
+            }
+        )
+    return out
+
+
+def _size_and_flops(
+    candidate: Candidate,
+    layer: OutputLayer,
+    workload: Workload,
+    prepared: Prepared,
+    full_params: int,
+    row: dict,
+) -> dict:
+    params = parameter_count(layer)
+    required, source = required_train_flops(candidate.method, layer, workload.target)
+    if required is None and prepared.counted_train_flops is not None:
+        required, source = prepared.counted_train_flops, f"counted ({source})"
+    out = {
+        "params": params,
+        "params_pct": 100.0 * params / full_params,
+        "param_mib": sum(p.numel() * p.element_size() for p in layer.parameters()) / MIB,
+        "required_flops": required,
+        "flops_source": source,
+        "counted_flops": prepared.counted_train_flops,
+    }
+    step_seconds = row.get("train_seconds")
+    if required is not None and step_seconds:
+        out["achieved_gflops"] = required / step_seconds / 1e9
+    return out
+
+
+def add_matmul_fractions(rows: list[dict], best_gflops: float) -> None:
+    """``matmul_fraction``: each step's achieved rate over the best dense matmul rate of the run
+    (known only at its end: the rate is re-measured after every V and the best one kept)."""
+    for row in rows:
+        if row.get("achieved_gflops") is not None:
+            row["matmul_fraction"] = row["achieved_gflops"] / best_gflops

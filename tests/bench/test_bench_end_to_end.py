@@ -1,0 +1,122 @@
+"""A tiny complete ``run_bench``: every registered layer is a row of every table, ok or with
+its error; a layer that fails to build is reported, not dropped; the files are written."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+import torch
+
+from bigvocab.bench import BenchConfig, QualityConfig, all_candidates, run_bench
+from bigvocab.outputs.base import OutputLayer
+from bigvocab.registry import OUTPUTS
+
+
+class BrokenLayer(OutputLayer):
+    """Registered only inside a test: its constructor fails the way a bad layer would."""
+
+    def __init__(self, in_features: int, num_classes: int) -> None:
+        raise RuntimeError("this layer cannot be built")
+
+
+def tiny_config(tmp_path, **overrides) -> BenchConfig:
+    quality = QualityConfig(
+        small_vocab=100,
+        large_vocab=200,
+        num_classes=10,
+        train_tokens=1_000,
+        batch_size=64,
+        model_kwargs={"embedding_dim": 4, "hidden_dim": 8, "context": 2},
+    )
+    settings = dict(
+        vocab_sizes=(300,),
+        hidden=8,
+        batch=16,
+        repeats=1,
+        num_samples=10,
+        min_time=0.0,
+        out=tmp_path,
+        progress=False,
+        measure_memory=False,  # its child process is tested in test_bench_memory.py
+        plots=False,  # tested in test_bench_report.py
+        quality=quality,
+    )
+    settings.update(overrides)
+    return BenchConfig.quick(**settings)
+
+
+@pytest.fixture(scope="module")
+def broken_registered():
+    # monkeypatch is function-scoped; the module-scoped run below needs the entry for its whole life.
+    OUTPUTS._factories["broken-test-layer"] = BrokenLayer
+    yield
+    del OUTPUTS._factories["broken-test-layer"]
+
+
+@pytest.fixture(scope="module")
+def run(broken_registered, tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    stream = io.StringIO()
+    results = run_bench(tiny_config(out), stream=stream)
+    return results, out, stream.getvalue()
+
+
+def test_every_row_appears_in_every_table(run):
+    results, _, _ = run
+    labels = [c.label for c in all_candidates()]
+    assert "broken-test-layer" in labels
+    assert sorted(results["approaches"]) == sorted(labels)
+    assert [r["approach"] for r in results["speed"]] == results["approaches"]
+    datasets = list(dict.fromkeys(r["dataset"] for r in results["quality"]))
+    assert len(datasets) == 2
+    for dataset in datasets:
+        assert [r["approach"] for r in results["quality"] if r["dataset"] == dataset] == results["approaches"]
+    assert [line["approach"] for line in results["summary"]] == results["approaches"]
+
+
+def test_a_layer_that_cannot_be_built_is_an_error_row(run):
+    results, _, printed = run
+    rows = [r for r in results["speed"] + results["quality"] if r["approach"] == "broken-test-layer"]
+    assert len(rows) == 3
+    for row in rows:
+        assert row["status"] == "error"
+        assert "RuntimeError: this layer cannot be built" in row["error"]
+    assert "ERROR RuntimeError: this layer cannot be built" in printed
+
+
+def test_reference_and_peers_are_measured(run):
+    results, _, _ = run
+    speed = {r["approach"]: r for r in results["speed"]}
+    for label in ("full", "torch-linear", "torch-adaptive"):
+        row = speed[label]
+        assert row["status"] == "ok", row["error"]
+        for op in ("train", "log_softmax", "topk"):
+            assert row[f"{op}_speedup"] > 0 and row[f"{op}_seconds"] > 0
+        assert row["required_flops"] > 0 and 0 < row["matmul_fraction"]
+    assert speed["full"]["params_pct"] == 100.0
+    assert speed["torch-adaptive"]["params_pct"] < 100.0
+    quality = [r for r in results["quality"] if r["approach"] == "full"]
+    for row in quality:
+        assert row["status"] == "ok", row.get("error")
+        # One pass over 1,000 tokens cannot beat the floor; it must at least be finite and above it.
+        assert row["ppl_ratio"] > 1.0 and row["test_ppl"] < 10 * row["vocab_size"]
+
+
+def test_files_are_written_and_consistent(run):
+    results, out, _ = run
+    loaded = json.loads((out / "results.json").read_text())
+    assert loaded["approaches"] == results["approaches"]
+    assert loaded["machine"]["torch"] == torch.__version__
+    with (out / "results.csv").open() as handle:
+        assert len(list(csv.DictReader(handle))) == len(results["speed"]) + len(results["quality"])
+    report = (out / "report.md").read_text()
+    for label in results["approaches"]:
+        assert f"| {label} |" in report
+
+
+def test_skipping_both_phases_still_gives_the_rows(tmp_path):
+    results = run_bench(tiny_config(tmp_path, skip_speed=True, skip_quality=True, outputs=["torch-*"]))
+    assert results["speed"] == [] and results["quality"] == []
+    assert [line["approach"] for line in results["summary"]] == ["full", "torch-adaptive", "torch-linear"]

@@ -1,0 +1,168 @@
+"""The report writers (JSON, CSV, markdown), the summary table and the plots, on hand-made rows."""
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import pytest
+
+from bigvocab.bench import formatting as fmt
+from bigvocab.bench.config import BenchConfig
+from bigvocab.bench.plots import write_plots
+from bigvocab.bench.report import (
+    SUMMARY_COLUMNS,
+    reproduce_command,
+    summarise,
+    write_csv,
+    write_json,
+    write_markdown,
+)
+
+
+def speed_row(approach: str, vocab: int, speedup: float, **extra) -> dict:
+    row = {
+        "phase": "speed",
+        "approach": approach,
+        "method": approach,
+        "kind": "layer",
+        "vocab_size": vocab,
+        "eval_rows": 8,
+        "train_speedup": speedup,
+        "train_q1": speedup * 0.9,
+        "train_q3": speedup * 1.1,
+        "train_seconds": 0.01,
+        "log_softmax_speedup": speedup / 2,
+        "topk_speedup": speedup / 3,
+        "params": 100,
+        "params_pct": 50.0,
+        "peak_step_mib": 1.5,
+        "required_flops": 1e9,
+        "flops_source": "formula",
+        "achieved_gflops": 100.0,
+        "matmul_fraction": 0.5,
+        "status": "ok",
+        "error": "",
+    }
+    row.update(extra)
+    return row
+
+
+def quality_row(approach: str, dataset: str, ppl: float, ratio) -> dict:
+    return {
+        "phase": "quality",
+        "dataset": dataset,
+        "approach": approach,
+        "vocab_size": 500,
+        "train_tokens": 1000,
+        "test_ppl": ppl,
+        "ppl_ratio": ratio,
+        "train_seconds": 2.0,
+        "eval_seconds": 0.1,
+        "status": "ok",
+    }
+
+
+@pytest.fixture
+def results() -> dict:
+    speed = [
+        speed_row("full", 1000, 1.0),
+        speed_row("hsm[huffman]", 1000, 5.0),
+        speed_row("full", 10_000, 1.0),
+        speed_row("hsm[huffman]", 10_000, 40.0, options={"tree": "huffman"}),
+        {"phase": "speed", "approach": "broken", "vocab_size": 10_000, "status": "error", "error": "ConfigError: bad"},
+    ]
+    quality = [
+        quality_row("full", "small", 110.0, 1.1),
+        quality_row("hsm[huffman]", "small", 120.0, 1.2),
+        quality_row("full", "large", 1200.0, None),
+        {**quality_row("broken", "large", None, None), "status": "error", "error": "boom"},
+    ]
+    out = {
+        "config": BenchConfig.quick().to_dict(),
+        "machine": {"cpu": "test cpu", "torch_threads": 2},
+        "approaches": ["full", "hsm[huffman]", "broken"],
+        "matmul": {"best_gflops": 200.0, "shapes": [{"m": 8, "k": 8, "n": 8, "gflops": 200.0}]},
+        "speed": speed,
+        "quality": quality,
+        "notes": ["a note"],
+        "wall_seconds": 12.0,
+    }
+    out["summary"] = summarise(out)
+    return out
+
+
+def test_summary_takes_the_largest_vocabulary_and_both_corpora(results):
+    by_label = {line["approach"]: line for line in results["summary"]}
+    assert list(by_label) == ["full", "hsm[huffman]", "broken"]
+    hsm = by_label["hsm[huffman]"]
+    assert hsm["speed_vocab"] == 10_000
+    assert (hsm["train_speedup"], hsm["test_speedup"], hsm["topk_speedup"]) == (40.0, 20.0, 40.0 / 3)
+    assert (hsm["ppl_small"], hsm["ppl_small_ratio"], hsm["ppl_large"]) == (120.0, 1.2, None)
+    assert by_label["full"]["ppl_large"] == 1200.0 and by_label["full"]["ppl_large_ratio"] is None
+    assert "ConfigError: bad" in by_label["broken"]["errors"] and "boom" in by_label["broken"]["errors"]
+
+
+def test_json_round_trips_and_has_no_nan(results, tmp_path):
+    results["speed"][0]["train_q1"] = math.nan
+    path = write_json(results, tmp_path / "results.json")
+    loaded = json.loads(path.read_text())
+    assert loaded["speed"][0]["train_q1"] is None
+    assert loaded["speed"][3]["train_speedup"] == 40.0
+    assert loaded["summary"][1]["approach"] == "hsm[huffman]"
+
+
+def test_csv_has_one_line_per_row_and_the_union_of_columns(results, tmp_path):
+    path = write_csv(results, tmp_path / "results.csv")
+    with path.open() as handle:
+        lines = list(csv.DictReader(handle))
+    assert len(lines) == len(results["speed"]) + len(results["quality"])
+    assert {"phase", "approach", "train_speedup", "dataset", "test_ppl", "options"} <= set(lines[0])
+    assert lines[3]["options"] == json.dumps({"tree": "huffman"})
+    assert lines[4]["train_speedup"] == ""  # None is an empty cell
+    assert lines[5]["phase"] == "quality" and float(lines[5]["test_ppl"]) == 110.0
+
+
+def test_markdown_has_the_comparison_table_raw_tables_and_machine(results, tmp_path):
+    config = BenchConfig.quick()
+    text = write_markdown(results, config, tmp_path / "report.md").read_text()
+    assert "| " + " | ".join(SUMMARY_COLUMNS) + " |" in text
+    assert "| hsm[huffman] | 40.0x | 20.0x | 120.0 (1.20x floor) | – | 50% |" in text
+    assert "| broken | error | error | – | error | – |" in text
+    assert "## Speed (raw)" in text and "## Quality (raw)" in text and "## Machine" in text
+    assert "| cpu | test cpu |" in text
+    assert "error: ConfigError: bad" in text
+    assert "- a note" in text
+    assert f"`{reproduce_command(config)}`" in text
+
+
+def test_reproduce_command_lists_only_what_differs_from_the_preset(tmp_path):
+    assert reproduce_command(BenchConfig.quick()) == "bigvocab bench --quick --out bench-out"
+    config = BenchConfig.full(outputs=["hsm*", "sampled"], seed=3, skip_quality=True, out=tmp_path)
+    command = reproduce_command(config)
+    assert command.startswith("bigvocab bench --full --outputs 'hsm*,sampled' --seed 3 --skip-quality")
+    assert "--vocab-sizes" not in command
+
+
+def test_plots_are_written(results, tmp_path):
+    pytest.importorskip("matplotlib")
+    paths, notes = write_plots(results, tmp_path)
+    assert [p.name for p in paths] == ["speedup_vs_vocab.png", "perplexity_vs_time.png"]
+    assert all(p.stat().st_size > 1000 for p in paths) and notes == []
+
+
+def test_plots_without_matplotlib_say_why(results, tmp_path, monkeypatch):
+    monkeypatch.setattr("bigvocab.bench.plots._pyplot", lambda: None)
+    paths, notes = write_plots(results, tmp_path)
+    assert paths == [] and "matplotlib is not installed" in notes[0]
+
+
+@pytest.mark.parametrize(
+    "value, text", [(None, "–"), (1.234, "1.23x"), (12.34, "12.3x"), (1234.5, "1234x"), (0.5, "0.50x")]
+)
+def test_speedup_format(value, text):
+    assert fmt.speedup(value) == text
+
+
+def test_vocab_format():
+    assert [fmt.vocab(v) for v in (500, 2500, 10_000, 1_000_000)] == ["500", "2.5k", "10k", "1M"]
