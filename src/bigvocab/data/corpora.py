@@ -251,7 +251,7 @@ def _load_brown_bengio(spec: str, arg: str, options: _Options) -> Corpus:
     stream = np.array(ids, dtype=np.int64)
     if len(stream) <= sum(BENGIO_SPLIT):
         raise DataError(f"{folder} has {len(stream):,} tokens; brown-bengio needs more than {sum(BENGIO_SPLIT):,}")
-    if options.min_count is None:
+    if options.min_count is None and options.vocab is None:
         options.min_count = BENGIO_MIN_COUNT
     parts = _cut(stream, np.ones(len(stream), dtype=bool), list(BENGIO_SPLIT), -1)
     meta = {"source": str(folder), "files": len(files), "split": "800,000/200,000/rest tokens (Bengio et al. 2003)"}
