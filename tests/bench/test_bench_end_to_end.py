@@ -1,5 +1,6 @@
 """A tiny complete ``run_bench``: every registered layer is a row of every table, ok or with
 its error; a layer that fails to build is reported, not dropped; the files are written."""
+
 from __future__ import annotations
 
 import csv

@@ -1,4 +1,5 @@
 """Peak step memory, measured in a child process from the resident set (Linux only)."""
+
 from __future__ import annotations
 
 import os
@@ -36,5 +37,14 @@ def test_dense_peer_step_holds_at_least_its_logits_and_errors_are_rows():
 def test_cuda_is_measured_in_process_when_there_is_one():
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
-    spec = {"labels": ["full"], "vocab_size": 1000, "hidden": 16, "batch": 32, "seed": 0, "num_samples": 8, "device": "cuda", "threads": 1}
+    spec = {
+        "labels": ["full"],
+        "vocab_size": 1000,
+        "hidden": 16,
+        "batch": 32,
+        "seed": 0,
+        "num_samples": 8,
+        "device": "cuda",
+        "threads": 1,
+    }
     assert measure_memory(spec)["full"]["peak_step_mib"] > 0

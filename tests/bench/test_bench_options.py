@@ -1,4 +1,5 @@
 """The ``bench`` command-line options: presets, overrides and clear errors."""
+
 from __future__ import annotations
 
 import argparse
@@ -42,7 +43,9 @@ def test_quick_and_full_are_exclusive(capsys):
         parse("--quick", "--full")
 
 
-@pytest.mark.parametrize("text, value", [("10000", 10_000), ("10k", 10_000), ("1M", 1_000_000), ("2.5k", 2_500), ("1_000", 1000)])
+@pytest.mark.parametrize(
+    "text, value", [("10000", 10_000), ("10k", 10_000), ("1M", 1_000_000), ("2.5k", 2_500), ("1_000", 1000)]
+)
 def test_sizes(text, value):
     assert parse_size(text) == value
 

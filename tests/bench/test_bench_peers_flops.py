@@ -1,5 +1,6 @@
 """The PyTorch peers behind the OutputLayer interface, the required-flops formulas against a
 brute-force count, and the matmul-rate probe."""
+
 from __future__ import annotations
 
 import pytest
@@ -93,7 +94,10 @@ def test_sampling_formula_is_k_plus_one_rows(name):
 
 
 def test_unknown_method_has_no_formula():
-    assert required_train_flops("no-such-method", LinearCrossEntropyPeer(H, V), torch.zeros(2, dtype=torch.long))[0] is None
+    assert (
+        required_train_flops("no-such-method", LinearCrossEntropyPeer(H, V), torch.zeros(2, dtype=torch.long))[0]
+        is None
+    )
     assert "full" in TRAIN_FLOPS
 
 

@@ -1,4 +1,5 @@
 """Quality runs: the same token budget for every layer, cut by the same time cap."""
+
 from __future__ import annotations
 
 from bigvocab.bench import BenchConfig, QualityConfig

@@ -1,4 +1,5 @@
 """The report writers (JSON, CSV, markdown), the summary table and the plots, on hand-made rows."""
+
 from __future__ import annotations
 
 import csv

@@ -1,5 +1,6 @@
 """Which rows the benchmark runs: every registered layer (hsm once per tree), the peers, and
 ``--outputs`` pattern selection with clear errors."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """Side data for the layers: word vectors that know the classes, and the generic builder that
 passes words / vectors / num_samples only to layers whose constructor names them."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """Paired-ratio statistics on synthetic timings, and the timing helpers."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +8,7 @@ import torch
 
 from bigvocab.bench import formatting as fmt
 from bigvocab.bench.config import BenchConfig
-from bigvocab.bench.speed import Prepared, time_operations, repeats_within
+from bigvocab.bench.speed import Prepared, repeats_within, time_operations
 from bigvocab.bench.stats import paired_speedup
 from bigvocab.bench.timing import inner_loop_size, paired_timings
 from bigvocab.errors import ConfigError

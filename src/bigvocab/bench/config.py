@@ -7,6 +7,7 @@ layer is paired with one such step per repetition, slow operations get fewer rep
 preset adds V = 1M (a full step there takes tens of seconds) and larger quality runs: one to two
 hours on the same machine.
 """
+
 from __future__ import annotations
 
 import dataclasses

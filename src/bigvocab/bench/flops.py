@@ -12,6 +12,7 @@ close the step comes to the hardware limit.
 :class:`torch.utils.flop_counter.FlopCounterMode`; a method without a formula reports its
 counted flops (and says so), so every row still gets a fraction of the limit.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Optional

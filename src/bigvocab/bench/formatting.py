@@ -1,4 +1,5 @@
 """Number formats shared by the terminal table and the markdown report."""
+
 from __future__ import annotations
 
 from typing import Optional

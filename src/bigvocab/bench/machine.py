@@ -1,4 +1,5 @@
 """A description of the machine a run measured, stored beside its figures."""
+
 from __future__ import annotations
 
 import datetime

@@ -4,6 +4,7 @@ A softmax layer's training step is, at best, a few dense products; the best rate
 reaches on products of the same shapes is therefore the limit any layer can approach, and each
 layer's achieved rate is reported as a fraction of it (see :mod:`bigvocab.bench.flops`).
 """
+
 from __future__ import annotations
 
 import torch

@@ -13,6 +13,7 @@ reported separately (``param_mib``).
   next layer's allocations, and the timings in the parent keep the usual allocator.
 * CUDA: ``torch.cuda.max_memory_allocated`` after ``reset_peak_memory_stats``, in process.
 """
+
 from __future__ import annotations
 
 import gc

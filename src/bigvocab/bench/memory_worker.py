@@ -1,5 +1,6 @@
 """Child-process entry of the CPU memory measurement: a JSON spec on stdin, one JSON line per
 row on stdout (see :func:`bigvocab.bench.memory.measure_rows`)."""
+
 from __future__ import annotations
 
 import json

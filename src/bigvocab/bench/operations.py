@@ -9,6 +9,7 @@
 N' (test-time rows) is N unless N x V floats exceed a cap: a (N, V) distribution at V = 1M does
 not fit in memory for training-sized batches, and test-time batches are smaller anyway.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

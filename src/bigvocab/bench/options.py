@@ -1,4 +1,5 @@
 """The ``bigvocab bench`` command-line options and the entry point the CLI calls."""
+
 from __future__ import annotations
 
 import argparse
@@ -21,7 +22,11 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
         help="the default: V in {10k, 100k}, small quality runs; under 10 minutes on 2 CPU cores",
     )
     mode.add_argument(
-        "--full", dest="bench_mode", action="store_const", const="full", help="the long run: V up to 1M, bigger quality runs"
+        "--full",
+        dest="bench_mode",
+        action="store_const",
+        const="full",
+        help="the long run: V up to 1M, bigger quality runs",
     )
     parser.set_defaults(bench_mode="quick")
     parser.add_argument(
@@ -35,12 +40,19 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", type=int, metavar="N", help="rows per training step (quick 256, full 512)")
     parser.add_argument("--repeats", type=int, metavar="R", help="paired repetitions per measurement (quick 3, full 5)")
     parser.add_argument(
-        "--num-samples", type=int, metavar="K", help="k for every layer that samples (default: each layer's own, its paper's)"
+        "--num-samples",
+        type=int,
+        metavar="K",
+        help="k for every layer that samples (default: each layer's own, its paper's)",
     )
     parser.add_argument("--device", help="torch device: cpu (default) or cuda[:i]")
     parser.add_argument("--seed", type=int, help="seed of data, weights and samples (default 0)")
-    parser.add_argument("--out", type=Path, default=Path("bench-out"), metavar="DIR", help="where the files go (default bench-out/)")
-    parser.add_argument("--brown", type=Path, metavar="PATH", help="the tagged Brown corpus directory: adds Bengio's Brown quality run")
+    parser.add_argument(
+        "--out", type=Path, default=Path("bench-out"), metavar="DIR", help="where the files go (default bench-out/)"
+    )
+    parser.add_argument(
+        "--brown", type=Path, metavar="PATH", help="the tagged Brown corpus directory: adds Bengio's Brown quality run"
+    )
     parser.add_argument("--skip-speed", action="store_true", help="no speed, memory or matmul measurements")
     parser.add_argument("--skip-quality", action="store_true", help="no training runs")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -9,6 +9,7 @@
 They are not registered (they are not bigvocab's methods); the bench builds them through
 :data:`PEERS`.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Optional, Sequence

@@ -5,6 +5,7 @@
 * ``perplexity_vs_time.png`` -- test perplexity (as a ratio to the floor where it is known)
   against training wall time, one panel per corpus.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -38,15 +39,21 @@ def write_plots(results: dict, out_dir: Path) -> tuple[list[Path], list[str]]:
     return written, []
 
 
+def _style(plt, index: int) -> dict:
+    """Twenty colours, then a different marker and dash: seventeen rows stay distinguishable."""
+    markers, dashes = "osD^v<>", ["-", "--", ":"]
+    return {"color": plt.cm.tab20(index % 20), "marker": markers[index % 7], "linestyle": dashes[index // 7 % 3]}
+
+
 def _speedup_plot(plt, rows: list[dict], path: Path) -> Path:
     figure, axes = plt.subplots(figsize=(8, 5.5))
-    for label in dict.fromkeys(r["approach"] for r in rows):
+    for index, label in enumerate(dict.fromkeys(r["approach"] for r in rows)):
         mine = sorted((r for r in rows if r["approach"] == label), key=lambda r: r["vocab_size"])
         sizes = [r["vocab_size"] for r in mine]
         medians = [r["train_speedup"] for r in mine]
         below = [m - r["train_q1"] for m, r in zip(medians, mine)]
         above = [r["train_q3"] - m for m, r in zip(medians, mine)]
-        axes.errorbar(sizes, medians, yerr=[below, above], marker="o", capsize=3, label=label)
+        axes.errorbar(sizes, medians, yerr=[below, above], capsize=3, label=label, **_style(plt, index))
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
@@ -69,8 +76,10 @@ def _perplexity_plot(plt, rows: list[dict], path: Path) -> Path:
         for row in mine:
             value = row["ppl_ratio"] if relative else row["test_ppl"]
             axes.scatter(row["train_seconds"], value)
-            axes.annotate(row["approach"], (row["train_seconds"], value), fontsize=7, xytext=(3, 3), textcoords="offset points")
+            point = (row["train_seconds"], value)
+            axes.annotate(row["approach"], point, fontsize=7, xytext=(3, 3), textcoords="offset points")
         axes.set_xscale("log")
+        axes.set_yscale("log")  # a diverged layer sits orders of magnitude above the rest
         axes.set_xlabel("training wall time (s)")
         axes.set_ylabel("test perplexity / floor" if relative else "test perplexity")
         axes.set_title(dataset)

@@ -8,6 +8,7 @@ learning rate, then reports the *exact* test perplexity
 synthetic language the perplexity is also given as a ratio to its known floor exp(H), the lowest
 perplexity any model can reach; Bengio's Brown protocol runs when a Brown path is given.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -126,7 +127,9 @@ def fit_within(trainer, seconds: float) -> bool:
     return trainer.epoch < 1
 
 
-def train_and_evaluate(candidate: Candidate, corpus, train_ids: torch.Tensor, side: SideData, config: BenchConfig) -> dict:
+def train_and_evaluate(
+    candidate: Candidate, corpus, train_ids: torch.Tensor, side: SideData, config: BenchConfig
+) -> dict:
     """Train the NNLM with ``candidate``'s output layer; exact test perplexity and wall times."""
     from bigvocab.train import TrainConfig, Trainer
 

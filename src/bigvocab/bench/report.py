@@ -1,6 +1,7 @@
 """The files of a run: ``results.json`` (everything), ``results.csv`` (one line per measured
 row) and ``report.md`` (the summary table in the shape of Ruder 2016's comparison, after Chen et
 al. 2015, then the raw tables and the machine)."""
+
 from __future__ import annotations
 
 import csv
@@ -41,7 +42,11 @@ def summarise(results: dict) -> list[dict]:
             line[f"ppl_{slot}"] = found.get("test_ppl")
             line[f"ppl_{slot}_ratio"] = found.get("ppl_ratio")
             line[f"ppl_{slot}_failed"] = found.get("status") == "error"
-        errors = [f"{r.get('dataset', fmt.vocab(r['vocab_size']))}: {r['error']}" for r in speed + quality if r["approach"] == label and r.get("status") == "error"]
+        errors = [
+            f"{r.get('dataset', fmt.vocab(r['vocab_size']))}: {r['error']}"
+            for r in speed + quality
+            if r["approach"] == label and r.get("status") == "error"
+        ]
         line["errors"] = "; ".join(errors)
         summary.append(line)
     return summary
@@ -125,7 +130,9 @@ def summary_table(results: dict) -> str:
                 _or_error(fmt.speedup(line.get("test_speedup")), line.get("speed_failed")),
                 *(
                     _or_error(
-                        fmt.perplexity({"test_ppl": line.get(f"ppl_{slot}"), "ppl_ratio": line.get(f"ppl_{slot}_ratio")}),
+                        fmt.perplexity(
+                            {"test_ppl": line.get(f"ppl_{slot}"), "ppl_ratio": line.get(f"ppl_{slot}_ratio")}
+                        ),
                         line.get(f"ppl_{slot}_failed"),
                     )
                     for slot in ("small", "large")
@@ -250,7 +257,9 @@ def write_markdown(results: dict, config: BenchConfig, path: Path, *, plots: Opt
 
 def _summary_caption(results: dict, config: BenchConfig) -> str:
     largest = results["summary"][0].get("speed_vocab") if results["summary"] else None
-    datasets = [results["summary"][0].get(f"ppl_{slot}_dataset") for slot in ("small", "large")] if results["summary"] else []
+    datasets = (
+        [results["summary"][0].get(f"ppl_{slot}_dataset") for slot in ("small", "large")] if results["summary"] else []
+    )
     speed_part = (
         f"Speed-ups over `full` at V = {largest:,}, H = {config.hidden}, N = {config.batch} "
         "(train: one training step; test: the exact normalised distribution, `log_softmax`, on the test-time "
@@ -270,15 +279,16 @@ def _summary_caption(results: dict, config: BenchConfig) -> str:
 
 def _speed_caption(config: BenchConfig) -> str:
     return (
-        f"Each speed-up is the median over {config.repeats} repetitions (fewer where {config.repeats} pairs would "
-        f"last over {config.op_budget_seconds:g} s; the JSON/CSV give each count) of the ratio full time / layer time, "
-        f"\"(1 call)\" marks an operation whose single call outlasts that budget: its warm-up call against one of full's; "
+        f"Each speed-up is the median of the ratios full time / layer time over {config.repeats} repetitions, "
         "the two timed back to back in each repetition (order alternating), after a warm-up; IQR in brackets. "
+        f"Fewer repetitions are made where {config.repeats} pairs would last over {config.op_budget_seconds:g} s "
+        "(the JSON/CSV give each count); `(1 call)` marks an operation whose single call outlasts that budget: "
+        "its warm-up call is set against one call of full's. "
         "Training steps use N rows; `log_softmax` and top-10 use the test-time rows N' (N unless N x V floats "
         "would exceed the cap in the notes). "
         "`full` paired with itself shows the noise of the measurement. Peak step MiB: growth of the resident "
-        "set (VmHWM after − VmRSS before) over one training step in a separate process whose allocator returns "
-        "freed blocks (CPU), or `torch.cuda.max_memory_allocated` growth (GPU); parameters excluded. "
+        "set (VmHWM after − VmRSS before) over the first training step in a separate process whose allocator "
+        "returns freed blocks (CPU), or `torch.cuda.max_memory_allocated` growth (GPU); parameters excluded. "
         "Required GFLOP: the arithmetic the method must do (see `bigvocab.bench.flops`); `(counted)` marks "
         "methods without a formula, whose executed matmul flops are used. % of matmul rate: required flops / "
         "step time / the best dense matmul rate measured below."
@@ -293,6 +303,10 @@ def _quality_caption(config: BenchConfig) -> str:
         f"(stopped after {q.max_train_seconds:g} s if not done: same token budget and time cap for every layer), "
         f"batch {q.batch_size}, {q.threads or 'all'} intra-op thread(s), "
         f"optimiser {q.optimizer} (lr {q.lr}), seed {config.seed}, "
-        + ("each sampling layer with its own default k" if config.num_samples is None else f"k = {config.num_samples} for the layers that sample")
+        + (
+            "each sampling layer with its own default k"
+            if config.num_samples is None
+            else f"k = {config.num_samples} for the layers that sample"
+        )
         + ". Test perplexity is exact for every layer (normalised over the whole vocabulary)."
     )

@@ -1,4 +1,5 @@
 """``run_bench``: matmul rate, speed, memory, quality, then the files -- printing as it goes."""
+
 from __future__ import annotations
 
 import time
@@ -96,7 +97,9 @@ def run_bench(config: BenchConfig, *, stream: Optional[TextIO] = None) -> dict:
         for task in tasks:
             start = time.perf_counter()
             printer.line(f"\nquality: NNLM on {task.name}\n{table.QUALITY_HEADER}")
-            results["quality"] += run_quality_task(task, candidates, config, lambda r: printer.row(table.quality_line(r)))
+            results["quality"] += run_quality_task(
+                task, candidates, config, lambda r: printer.row(table.quality_line(r))
+            )
             phases[f"quality {task.name}"] = time.perf_counter() - start
     finally:
         printer.close()
@@ -111,12 +114,16 @@ def _speed_phase(config: BenchConfig, device: torch.device, candidates, results:
     shapes = matmul_shapes(config.hidden, config.batch)
     matmul = measure_matmul_rate(shapes, device, seed=config.seed)
     printer.line(f"dense matmul rate: {matmul['best_gflops']:.1f} GFLOP/s (best of {len(shapes)} shapes)")
-    printer.line(f"\nspeed: H={config.hidden}, N={config.batch}, {config.repeats} paired repetitions\n{table.SPEED_HEADER}")
+    printer.line(
+        f"\nspeed: H={config.hidden}, N={config.batch}, {config.repeats} paired repetitions\n{table.SPEED_HEADER}"
+    )
     for vocab_size in config.vocab_sizes:
         start = time.perf_counter()
         memory = measure_memory(_memory_spec(config, candidates, vocab_size)) if config.measure_memory else {}
         results["phase_seconds"][f"memory V={vocab_size}"] = time.perf_counter() - start
-        rows = measure_vocab(candidates, vocab_size, config, memory=memory, on_row=lambda r: printer.row(table.speed_line(r)))
+        rows = measure_vocab(
+            candidates, vocab_size, config, memory=memory, on_row=lambda r: printer.row(table.speed_line(r))
+        )
         results["speed"] += rows
         eval_rows = rows[0]["eval_rows"]
         if eval_rows < config.batch:

@@ -4,6 +4,7 @@ Rows are read from the registry at run time, so a newly registered layer appears
 without any change here. ``--outputs`` patterns (:mod:`fnmatch`, comma-separated) select among
 them; ``full`` is always run because every ratio is taken against it.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -50,7 +51,9 @@ def all_candidates() -> list[Candidate]:
         if variants is None:
             rows.append(Candidate(name, name))
         else:
-            rows.extend(Candidate(f"{name}[{variant}]", name, options=dict(options)) for variant, options in variants.items())
+            rows.extend(
+                Candidate(f"{name}[{variant}]", name, options=dict(options)) for variant, options in variants.items()
+            )
     rows.extend(Candidate(name, name, kind="peer") for name in PEERS)
     return rows
 
@@ -62,7 +65,9 @@ def _matches(pattern: str, candidate: Candidate) -> bool:
     )
 
 
-def select_candidates(patterns: Optional[Sequence[str]], candidates: Optional[list[Candidate]] = None) -> list[Candidate]:
+def select_candidates(
+    patterns: Optional[Sequence[str]], candidates: Optional[list[Candidate]] = None
+) -> list[Candidate]:
     """The rows matching any of ``patterns`` (all when None), with ``full`` first.
 
     A pattern matching nothing is a :class:`ConfigError` naming the closest rows.

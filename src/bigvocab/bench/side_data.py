@@ -4,6 +4,7 @@
 (for ``cnn``), ``vectors`` (for the ``clustered`` hsm tree) and ``num_samples`` only to layers
 whose constructor names them, so one generic builder serves every registered layer.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -6,6 +6,7 @@ under a flop counter), and then timed in ``repeats`` pairs with ``full`` (see
 :mod:`bigvocab.bench.stats`). ``full`` itself is paired with itself: its spread is the noise of
 the measurement. A row that fails to build or to run an operation keeps its place and its error.
 """
+
 from __future__ import annotations
 
 import time
@@ -40,7 +41,9 @@ class Prepared:
     counted_train_flops: Optional[float]
 
 
-def prepare(layer: OutputLayer, workload: Workload, device: torch.device, min_time: float) -> tuple[Prepared, list[str]]:
+def prepare(
+    layer: OutputLayer, workload: Workload, device: torch.device, min_time: float
+) -> tuple[Prepared, list[str]]:
     """Warm each operation up (the first training step runs under the flop counter) and size its
     inner loop: from the warm-up call when that already lasts ``min_time`` (slow operations are
     not run again for nothing), else from a second call free of first-call costs. Failures are

@@ -5,6 +5,7 @@ of two medians taken minutes apart inherits that drift, while the ratio of two t
 back to back does not. So each repetition times ``full`` and the layer next to each other, and
 the speed-up is the median of those per-repetition ratios, with quartiles and extremes as spread.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass

@@ -1,4 +1,5 @@
 """The terminal table, one line per row as soon as it is measured."""
+
 from __future__ import annotations
 
 from bigvocab.bench import formatting as fmt

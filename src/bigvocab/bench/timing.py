@@ -1,4 +1,5 @@
 """Timing primitives: synchronised wall-clock calls, calibrated inner loops, paired repetitions."""
+
 from __future__ import annotations
 
 import math
