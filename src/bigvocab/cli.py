@@ -211,7 +211,10 @@ def build_parser() -> Parser:
     group.add_argument("--sampler", help="proposal of a sampling layer (uniform, unigram, log_uniform, ...)")
     group.add_argument("--ns-exponent", type=nonnegative_float, metavar="P",
                        help="neg: power of its unigram sampler (default 0.75)")
-    group.add_argument("--tree", help="hsm: huffman, balanced, class or clustered")
+    group.add_argument("--tree", help="hsm: huffman, balanced, random, class or clustered (with --tree-vectors)")
+    group.add_argument("--tree-vectors", type=Path, metavar="PATH",
+                       help="hsm --tree clustered: the word vectors to cluster (Mnih & Hinton 2008), a "
+                       "'bigvocab train' checkpoint (.pt) or a word2vec file (.bin binary, else text)")
     group.add_argument("--cutoffs", type=int_list, metavar="LIST", help="adaptive, dsoftmax: e.g. 2000,10000")
     group.add_argument("--div-value", type=positive_float, metavar="F", help="adaptive, dsoftmax: size ratio of bands")
     group.add_argument("--output-opt", action="append", type=key_value, default=[], metavar="KEY=VALUE",
@@ -317,7 +320,7 @@ def _train_config(args: argparse.Namespace, needs_output: bool):
 def _resume_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The options given with --resume; any that would change the run itself is refused."""
     fixed = [name for name in (*MODEL_OPTIONS, *OUTPUT_OPTIONS, *TRAIN_OPTIONS, "model", "output", "corpus",
-                               "min_count", "max_vocab") if name not in RESUMABLE and getattr(args, name) is not None]
+                               "tree_vectors", "min_count", "max_vocab") if name not in RESUMABLE and getattr(args, name) is not None]
     fixed += ["model_opt"] * bool(args.model_opt) + ["output_opt"] * bool(args.output_opt)
     if fixed:
         flags = ", ".join("--" + name.replace("_", "-") for name in fixed)
@@ -368,6 +371,9 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
             "vocab": corpus.vocab.to_dict(),
             "seed": config.seed,
         }
+        if args.tree_vectors is not None or meta["output_kwargs"].get("tree") == "clustered":
+            meta["output_kwargs"]["tree"] = _clustered_tree(args, corpus.vocab).to_dict()
+            meta["tree_vectors"] = str(args.tree_vectors)
         model, _ = build_from_meta(meta)
         trainer = Trainer(model, corpus.train, _valid_ids(args, corpus), config, out_dir=out, meta=meta,
                           overwrite=args.overwrite)
@@ -377,6 +383,24 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     print(_summary_line(summary))
     return 0
+
+
+def _clustered_tree(args: argparse.Namespace, vocab):
+    """Mnih & Hinton's tree over ``vocab`` from the vectors in ``--tree-vectors``. The built tree
+    (not the path) goes into the checkpoint's meta, so eval and resume never need the file again."""
+    from bigvocab.evaluate import load_word_vectors
+    from bigvocab.outputs.trees import clustered_tree
+
+    if args.output != "hsm" or args.tree != "clustered":
+        raise ConfigError("--tree-vectors goes with --output hsm --tree clustered")
+    if args.tree_vectors is None:
+        raise ConfigError("--tree clustered needs --tree-vectors PATH: word vectors over this vocabulary, e.g. the "
+                          "best.pt of a run with another output layer, or a word2vec file (Mnih & Hinton 2008)")
+    vectors, missing = load_word_vectors(args.tree_vectors).aligned_to(vocab.words)
+    if missing:
+        print(f"note: {missing:,} of {len(vocab):,} words have no vector in {str(args.tree_vectors)!r}; "
+              "they are clustered at the mean vector", file=sys.stderr)
+    return clustered_tree(vectors)
 
 
 def _valid_ids(args: argparse.Namespace, corpus):

@@ -221,3 +221,22 @@ def test_interrupt_is_one_line(capsys, tmp_path, monkeypatch):
 def test_summary_perplexities_are_finite(nnlm_run):
     summary = json.loads((nnlm_run / "summary.json").read_text())
     assert math.isfinite(summary["test_ppl"]) and math.isfinite(summary["best_valid_ppl"])
+
+
+def test_clustered_tree_from_a_checkpoints_vectors_is_stored_in_the_run(capsys, tmp_path, nnlm_run):
+    """Mnih & Hinton's recipe: cluster the vectors of a first model into the tree of a second. The
+    built tree travels in the checkpoint, so eval works without the vector file."""
+    from bigvocab.outputs.trees import clustered_tree
+
+    out = tmp_path / "clustered"
+    hsm = [*TINY_NNLM[:3], "hsm", *TINY_NNLM[4:], "--tree", "clustered"]
+    run_ok(capsys, ["train", *hsm, "--tree-vectors", str(nnlm_run / "best.pt"), "--corpus", SPEC, "--epochs", "1",
+                    "--out", str(out)])
+    model, vocab, _ = load_model(out / "best.pt")
+    first, _, _ = load_model(nnlm_run / "best.pt")
+    assert model.output.tree == clustered_tree(first.word_vectors())
+    assert "valid perplexity" in run_ok(capsys, ["eval", "--checkpoint", str(out / "best.pt"), "--split", "valid",
+                                                 "--no-progress"])
+    run_error(capsys, ["train", *hsm, "--corpus", SPEC, "--out", str(tmp_path / "x")], "needs --tree-vectors")
+    run_error(capsys, ["train", *TINY_NNLM, "--tree-vectors", str(nnlm_run / "best.pt"), "--corpus", SPEC,
+                       "--out", str(tmp_path / "y")], "goes with --output hsm --tree clustered")

@@ -103,3 +103,21 @@ def test_malformed_files(tmp_path):
             load_word2vec_format(path, binary=binary)
     with pytest.raises(DataError, match="does not exist"):
         load_word2vec_format(tmp_path / "missing")
+
+
+def test_aligned_to_puts_rows_in_the_given_order_and_fills_gaps_with_the_mean(vectors):
+    matrix, missing = vectors.aligned_to(["paris", "nowhere", "the"])
+    assert missing == 1
+    assert torch.equal(matrix[0], vectors["paris"]) and torch.equal(matrix[2], vectors["the"])
+    assert torch.allclose(matrix[1], vectors.vectors.mean(dim=0))
+    with pytest.raises(DataError, match="another vocabulary"):
+        vectors.aligned_to(["x", "y"])
+
+
+def test_load_word_vectors_reads_word2vec_text_and_binary(vectors, tmp_path):
+    from bigvocab.evaluate import load_word_vectors
+
+    for name, binary in (("v.txt", False), ("v.bin", True)):
+        vectors.save_word2vec_format(tmp_path / name, binary=binary)
+        loaded = load_word_vectors(tmp_path / name)
+        assert loaded.words == vectors.words and torch.allclose(loaded.vectors, vectors.vectors)

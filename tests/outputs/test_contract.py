@@ -19,7 +19,7 @@ V, H = 37, 6
 #: Options that select a different algorithm inside one registered name; every registered name is
 #: also tested with its defaults.
 VARIANTS: dict[str, list[dict]] = {
-    "hsm": [{"tree": "huffman"}, {"tree": "balanced"}, {"tree": "class"}, {"tree": "clustered"}],
+    "hsm": [{"tree": "huffman"}, {"tree": "balanced"}, {"tree": "random"}, {"tree": "class"}, {"tree": "clustered"}],
     "sampled": [{"shared": False}, {"remove_accidental_hits": False}],
     "nce": [{"normaliser": "learned"}],
 }

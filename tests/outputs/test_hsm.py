@@ -23,6 +23,7 @@ def _trees() -> dict[str, dict]:
     return {
         "huffman": {"tree": "huffman", "counts": _counts()},
         "balanced": {"tree": "balanced"},
+        "random": {"tree": "random"},
         "class": {"tree": "class", "counts": _counts()},
         "clustered": {"tree": "clustered", "vectors": vectors},
         "user-nary": {"tree": tree_from_codes(nary_codes)},

@@ -104,3 +104,40 @@ def test_options_are_checked():
         bigvocab.create_output("nce", H, V, counts=zipf_counts(V), log_z=float("nan"))
     assert bigvocab.create_output("nce", H, V, counts=zipf_counts(V)).num_samples == 25
     assert bigvocab.create_output("nce", H, 10, sampler="uniform").num_samples == 9
+
+
+def test_bias_starts_at_minus_log_v_so_the_normaliser_starts_near_one():
+    """Zoph et al. 2016: with b = -log V and small weights, Z = Σ_w exp(s_w) is about 1 at the start
+    (each exp(h·w_w) has mean about 1), not about V as from a zero bias."""
+    torch.manual_seed(0)
+    layer = bigvocab.create_output("nce", H, 1000, counts=zipf_counts(1000))
+    assert torch.allclose(layer.bias, torch.full((1000,), -math.log(1000)))
+    log_z = torch.logsumexp(layer.logits(torch.randn(64, H)), dim=1)
+    assert float(log_z.abs().max()) < math.log(2)
+
+
+def test_fixed_normaliser_learns_a_self_normalised_unigram_model():
+    """With a constant hidden state the model is softmax(b); NCE with Z fixed at 1 must drive
+    exp(b) towards the data distribution p itself (Mnih & Teh 2012), so the exact cross-entropy
+    approaches the entropy H(p) and log Σ exp(b) approaches 0. The bounds are loose on purpose
+    (half the gap from the uniform start, and |log Z| < 0.1): the final noise of the estimate at
+    this step size is far smaller than either."""
+    num_classes = 30
+    counts = zipf_counts(num_classes)
+    p = torch.tensor(counts) / sum(counts)
+    entropy = float(-(p * p.log()).sum())
+    torch.manual_seed(0)
+    layer = bigvocab.create_output("nce", H, num_classes, counts=counts, num_samples=10, bias=True)
+    with torch.no_grad():
+        layer.weight.zero_()
+    optimiser = torch.optim.SparseAdam([layer.bias], lr=0.05)
+    for _ in range(400):
+        target = torch.multinomial(p, 64, replacement=True)
+        optimiser.zero_grad()
+        layer.loss(torch.zeros(64, H), target).backward()
+        optimiser.step()
+    with torch.no_grad():
+        cross_entropy = float(-(p * torch.log_softmax(layer.bias, 0)).sum())
+        log_z = float(torch.logsumexp(layer.bias, 0))
+    assert cross_entropy < (entropy + math.log(num_classes)) / 2, (cross_entropy, entropy)
+    assert abs(log_z) < 0.1, log_z

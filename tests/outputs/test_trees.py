@@ -119,6 +119,15 @@ def test_balanced_tree_with_a_permutation_or_seed():
         balanced_tree(4, permutation=[0, 1, 1, 2])
 
 
+def test_random_tree_is_a_balanced_tree_over_an_order_from_the_global_rng():
+    torch.manual_seed(7)
+    first = build_tree("random", 50)
+    torch.manual_seed(7)
+    assert build_tree("random", 50) == first
+    assert first != balanced_tree(50)
+    assert sorted(first.codes()) == sorted(balanced_tree(50).codes())
+
+
 def test_class_tree_bins_by_unigram_mass():
     counts = (10_000 / torch.arange(1, 65)).round().tolist()
     tree = class_tree(counts, num_classes=8)

@@ -23,6 +23,7 @@ VARIANTS: dict[str, dict[str, dict]] = {
     "hsm": {
         "huffman": {"tree": "huffman"},
         "balanced": {"tree": "balanced"},
+        "random": {"tree": "random"},
         "class": {"tree": "class"},
         "clustered": {"tree": "clustered"},
     },

@@ -2,7 +2,7 @@
 from bigvocab.evaluate.analogy import AnalogyResult, SectionResult, evaluate_analogies, read_analogies
 from bigvocab.evaluate.perplexity import perplexity, perplexity_from, total_log_prob
 from bigvocab.evaluate.similarity import SimilarityResult, evaluate_similarity, read_word_pairs, spearman
-from bigvocab.evaluate.vectors import WordVectors, load_word2vec_format
+from bigvocab.evaluate.vectors import WordVectors, load_word2vec_format, load_word_vectors
 
 __all__ = [
     "AnalogyResult",
@@ -12,6 +12,7 @@ __all__ = [
     "evaluate_analogies",
     "evaluate_similarity",
     "load_word2vec_format",
+    "load_word_vectors",
     "perplexity",
     "perplexity_from",
     "read_analogies",

@@ -108,6 +108,18 @@ class WordVectors:
         values, ids = scores.topk(count)
         return [(self.words[i], float(v)) for v, i in zip(values.tolist(), ids.tolist())]
 
+    def aligned_to(self, words: Sequence[str]) -> tuple[Tensor, int]:
+        """``(matrix, missing)``: (len(words), D) with row i the vector of ``words[i]``; a word
+        without a vector gets the mean vector (neutral for clustering), and ``missing`` counts them."""
+        rows = [self._ids.get(word, -1) for word in words]
+        missing = sum(row < 0 for row in rows)
+        if missing == len(rows):
+            raise DataError("none of the words has a vector: the vectors come from another vocabulary")
+        index = torch.tensor(rows)
+        matrix = self.vectors[index.clamp_min(0)]
+        matrix[index < 0] = self.vectors.mean(dim=0)
+        return matrix, missing
+
     # ------------------------------------------------------------------ word2vec format
     @classmethod
     def load_word2vec_format(cls, path: PathLike, binary: bool = False) -> "WordVectors":
@@ -139,6 +151,18 @@ def load_word2vec_format(path: PathLike, binary: bool = False) -> WordVectors:
         reader = _read_binary_rows if binary else _read_text_rows
         words, vectors = reader(handle, count, dim, path)
     return WordVectors(words, torch.from_numpy(vectors))
+
+
+def load_word_vectors(path: PathLike) -> WordVectors:
+    """Word vectors from a ``bigvocab train`` checkpoint (``.pt``: the model's input embedding)
+    or a word2vec file (binary when the name ends in ``.bin``, text otherwise)."""
+    path = Path(path)
+    if path.suffix == ".pt":
+        from bigvocab.checkpoint import load_model
+
+        model, vocab, _ = load_model(path)
+        return WordVectors(vocab.words, model.word_vectors())
+    return load_word2vec_format(path, binary=path.suffix == ".bin")
 
 
 def _read_header(line: bytes, path: Path) -> tuple[int, int]:

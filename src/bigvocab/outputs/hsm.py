@@ -23,7 +23,7 @@ model) that a query would expand more than ``search_budget`` nodes, that query i
 from __future__ import annotations
 
 import math
-from typing import Optional, Union
+from typing import Mapping, Optional, Union
 
 import torch
 from torch import Tensor, nn
@@ -94,8 +94,10 @@ class HierarchicalSoftmax(OutputLayer):
     Args:
         in_features: H.
         num_classes: V.
-        tree: ``"huffman"`` (default; word2vec), ``"balanced"``, ``"class"`` (two levels, about
-            sqrt(V) frequency classes), ``"clustered"`` (needs ``vectors``), or a :class:`Tree`.
+        tree: ``"huffman"`` (default; word2vec), ``"balanced"`` (ids in frequency order),
+            ``"random"`` (balanced over a random order), ``"class"`` (two levels, about sqrt(V)
+            frequency classes), ``"clustered"`` (needs ``vectors``), a :class:`Tree`, or the
+            dict of :meth:`Tree.to_dict` (how a checkpoint's meta carries a built tree).
         counts: class frequencies for ``huffman`` / ``class``; without them a Zipf law over the
             frequency-sorted ids is assumed (see :func:`bigvocab.outputs.trees.zipf_counts`).
         vectors: (V, D) word vectors for ``tree="clustered"`` (Mnih & Hinton 2008).
@@ -116,7 +118,7 @@ class HierarchicalSoftmax(OutputLayer):
         in_features: int,
         num_classes: int,
         *,
-        tree: Union[str, Tree] = "huffman",
+        tree: Union[str, Tree, Mapping] = "huffman",
         counts=None,
         vectors: Optional[Tensor] = None,
         bias: bool = True,
@@ -130,6 +132,8 @@ class HierarchicalSoftmax(OutputLayer):
         if max_chunk_elements is not None and max_chunk_elements < 1:
             raise ConfigError(f"max_chunk_elements must be positive, got {max_chunk_elements}")
         self.max_chunk_elements = max_chunk_elements or DEFAULT_CHUNK_ELEMENTS
+        if isinstance(tree, Mapping):
+            tree = Tree.from_dict(tree)
         if isinstance(tree, Tree):
             if tree.num_leaves != num_classes:
                 raise ConfigError(f"the tree has {tree.num_leaves} leaves but num_classes={num_classes}")

@@ -42,6 +42,12 @@ class NoiseContrastiveEstimation(SamplingOutput):
         normaliser: ``"fixed"`` (log Z held at ``log_z``) or ``"learned"`` (a trained scalar).
         log_z: the fixed value, or the starting value of the learned one (default 0, i.e. Z = 1).
         bias, max_chunk_elements: as for ``full``.
+
+    The bias starts at ``-log V`` (Zoph et al. 2016, "Simple, Fast Noise-Contrastive Estimation
+    for Large RNN Vocabularies"), so that the initial unnormalised probabilities sum to about
+    Z = 1. From a zero bias every class starts at p = 1, a normaliser V times too large: the
+    first steps then push the sampled (frequent) words far below the rest, and the exact
+    distribution takes many steps to recover from it.
     """
 
     def __init__(
@@ -79,6 +85,11 @@ class NoiseContrastiveEstimation(SamplingOutput):
             self.log_z = nn.Parameter(torch.tensor(float(log_z)))
         else:
             self.register_buffer("log_z", torch.tensor(float(log_z)))
+
+    def reset_parameters(self) -> None:
+        super().reset_parameters()
+        if self.bias is not None:
+            nn.init.constant_(self.bias, -math.log(self.num_classes))
 
     def sparse_parameters(self) -> list[nn.Parameter]:
         """Every row-gathered parameter; a learned log Z is a dense scalar."""

@@ -37,7 +37,7 @@ from bigvocab.registry import unknown_name_message
 from bigvocab.samplers.base import as_counts
 from bigvocab.validation import check_positive_int
 
-TREE_KINDS = ("huffman", "balanced", "class", "clustered")
+TREE_KINDS = ("huffman", "balanced", "random", "class", "clustered")
 
 _FIELDS = ("node_parent", "node_position", "leaf_parent", "leaf_position")
 
@@ -515,12 +515,17 @@ def build_tree(kind: str, num_leaves: int, *, counts=None, vectors: Optional[Ten
 
     ``huffman`` and ``class`` read ``counts``; without them they assume Zipf counts for the
     frequency-sorted ids (:func:`zipf_counts`), which is what the ids' order promises.
-    ``clustered`` needs ``vectors`` (V, D): there is no sensible default for word similarity.
+    ``random`` is the balanced tree over a random order of the classes drawn from torch's global
+    RNG (seed it for a reproducible tree): the "random tree" that Mnih & Hinton 2008 compare
+    their learned trees with. ``clustered`` needs ``vectors`` (V, D): there is no sensible default
+    for word similarity.
     """
     if kind not in TREE_KINDS:
         raise ConfigError(unknown_name_message("tree", str(kind), list(TREE_KINDS)))
     if kind == "balanced":
         return balanced_tree(num_leaves)
+    if kind == "random":
+        return balanced_tree(num_leaves, permutation=torch.randperm(num_leaves))
     if kind == "clustered":
         if vectors is None:
             raise ConfigError(
