@@ -65,6 +65,7 @@ TRAIN_EXAMPLES = """examples:
 EVAL_EXAMPLES = """examples:
   bigvocab eval --checkpoint runs/x/best.pt
   bigvocab eval --checkpoint runs/x/best.pt --corpus text:other.txt --split test
+  bigvocab eval --checkpoint runs/selfnorm/best.pt --log-normaliser      (how close log Z stays to 0)
   bigvocab eval --checkpoint runs/sg/best.pt --skip-perplexity --analogy data/eval/questions-words.txt \\
       --similarity data/eval/wordsim353.tsv --similarity data/eval/simlex999.txt
 """
@@ -263,6 +264,9 @@ def build_parser() -> Parser:
     evaluate.add_argument("--batch-size", type=positive_int, default=512, metavar="N", help="default 512")
     evaluate.add_argument("--device", default="cpu", help="default cpu")
     evaluate.add_argument("--skip-perplexity", action="store_true", help="only the word-vector benchmarks")
+    evaluate.add_argument("--log-normaliser", action="store_true",
+                          help="also the mean and spread of log Z over the split (full, sampling and "
+                          "self-normalising layers): how self-normalised the model is")
     evaluate.add_argument("--analogy", metavar="FILE", help="questions-words file: 3CosAdd accuracy")
     evaluate.add_argument("--similarity", action="append", default=[], metavar="FILE",
                           help="word-pair file (WordSim-353, SimLex-999): Spearman correlation (repeatable)")
@@ -471,9 +475,18 @@ def _summary_line(summary: dict[str, Any]) -> str:
 def run_eval(args: argparse.Namespace, extra: Sequence[str]) -> int:
     from bigvocab.checkpoint import load_model
     from bigvocab.data.corpora import load_corpus
-    from bigvocab.evaluate import WordVectors, evaluate_analogies, evaluate_similarity, perplexity_from, total_log_prob
+    from bigvocab.evaluate import (
+        WordVectors,
+        evaluate_analogies,
+        evaluate_similarity,
+        log_normaliser_stats,
+        perplexity_from,
+        total_log_prob,
+    )
     from bigvocab.train import resolve_device
 
+    if args.log_normaliser and args.skip_perplexity:
+        raise ConfigError("--log-normaliser goes with the perplexity pass; drop --skip-perplexity")
     for path in filter(None, [args.analogy, *args.similarity]):
         if not Path(path).is_file():
             raise DataError(f"evaluation file {path!r} does not exist")
@@ -490,6 +503,11 @@ def run_eval(args: argparse.Namespace, extra: Sequence[str]) -> int:
             total, count = total_log_prob(model, getattr(corpus, args.split), args.batch_size,
                                           progress=not args.no_progress)
             print(f"{args.split} perplexity: {perplexity_from(total, count):.3f} ({count:,} targets of {spec})")
+            if args.log_normaliser:
+                stats = log_normaliser_stats(model, getattr(corpus, args.split), args.batch_size,
+                                             progress=not args.no_progress)
+                print(f"{args.split} log Z: mean {stats.mean:.4f}, std {stats.std:.4f}, max |log Z| "
+                      f"{stats.max_abs:.4f} ({stats.count:,} contexts)")
     if args.analogy or args.similarity:
         vectors = WordVectors(vocab.words, model.word_vectors())
         if args.analogy:

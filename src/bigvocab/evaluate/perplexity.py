@@ -26,30 +26,36 @@ def model_device(model: torch.nn.Module) -> torch.device:
     return parameter.device if parameter is not None else torch.device("cpu")
 
 
-def total_log_prob(model, ids: Tensor, batch_size: int = 512, *, progress: bool = False) -> tuple[float, int]:
-    """``(Σ log p(target), number of targets)`` over ``model.batches(ids, train=False)``.
-
-    Runs in eval mode (no dropout) under ``torch.no_grad``; the model's training mode is restored.
-    The sum is accumulated in float64 so that millions of targets lose no precision.
-    """
+def eval_batches(model, ids: Tensor, batch_size: int, *, progress: bool = False, desc: str = "evaluate"):
+    """Yield ``model.batches(ids, train=False)`` on the model's device, in eval mode (no dropout)
+    under ``torch.no_grad``; the model's training mode is restored when the generator ends."""
     check_positive_int("batch_size", batch_size)
     if not isinstance(ids, Tensor) or ids.dim() != 1:
         raise DataError("ids must be a 1-D tensor of token ids")
     device = model_device(model)
     was_training = model.training
     model.eval()
-    total = torch.zeros((), dtype=torch.float64, device=device)
-    count = 0
     try:
         with torch.no_grad():
             batches = model.batches(ids, batch_size, train=False, generator=None)
-            for batch in tqdm(batches, desc="perplexity", unit="batch", disable=not progress, leave=False):
-                batch = batch_to(batch, device)
-                log_probs = model.log_prob(batch)
-                total += log_probs.double().sum()
-                count += int(log_probs.numel())
+            for batch in tqdm(batches, desc=desc, unit="batch", disable=not progress, leave=False):
+                yield batch_to(batch, device)
     finally:
         model.train(was_training)
+
+
+def total_log_prob(model, ids: Tensor, batch_size: int = 512, *, progress: bool = False) -> tuple[float, int]:
+    """``(Σ log p(target), number of targets)`` over ``model.batches(ids, train=False)``.
+
+    Runs through :func:`eval_batches`. The sum is accumulated in float64 so that millions of
+    targets lose no precision.
+    """
+    total = torch.zeros((), dtype=torch.float64, device=model_device(model))
+    count = 0
+    for batch in eval_batches(model, ids, batch_size, progress=progress, desc="perplexity"):
+        log_probs = model.log_prob(batch)
+        total += log_probs.double().sum()
+        count += int(log_probs.numel())
     if count == 0:
         raise DataError(f"no targets to evaluate: {ids.numel()} tokens give no prediction for this model")
     value = float(total)
