@@ -121,3 +121,35 @@ def test_skipping_both_phases_still_gives_the_rows(tmp_path):
     results = run_bench(tiny_config(tmp_path, skip_speed=True, skip_quality=True, outputs=["torch-*"]))
     assert results["speed"] == [] and results["quality"] == []
     assert [line["approach"] for line in results["summary"]] == ["full", "torch-adaptive", "torch-linear"]
+
+
+def test_search_layers_also_get_a_fitted_topk_timing(run):
+    """hsm and adaptive prune their exact top-k with probability bounds: they get a second top-k
+    timing on a fitted copy (with the target probability it reached); the others do not."""
+    results, _, _ = run
+    for row in results["speed"]:
+        if row["status"] != "ok":
+            continue
+        searched = row["method"] in ("hsm", "adaptive")
+        assert (row.get("topk_fitted_speedup") is not None) == searched, row["approach"]
+        if searched:
+            assert 0.0 < row["topk_fitted_target_p"] <= 1.0
+
+
+def test_the_fitted_copy_is_exact_and_leaves_the_layer_alone():
+    from bigvocab.bench.operations import FittedTopk, make_workload
+    from bigvocab.factory import create_output
+
+    torch.manual_seed(0)
+    counts = [1000 // (i + 1) + 1 for i in range(200)]
+    layer = create_output("hsm", 8, 200, counts=counts)
+    before = {name: value.clone() for name, value in layer.state_dict().items()}
+    workload = make_workload(counts, 8, 16, 16, seed=0, device=torch.device("cpu"))
+    fitted = FittedTopk(layer, workload)
+    values, ids = fitted()
+    with torch.no_grad():
+        untrained = float(layer.log_prob(workload.eval_hidden, workload.eval_target).exp().mean())
+        expected = fitted.fitted.log_softmax(workload.eval_hidden).topk(10, dim=1)
+    assert fitted.target_probability > untrained
+    assert torch.equal(ids, expected.indices) and torch.allclose(values, expected.values, atol=1e-5)
+    assert all(torch.equal(before[name], value) for name, value in layer.state_dict().items())

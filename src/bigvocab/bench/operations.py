@@ -5,6 +5,11 @@
   momentum applies sparse gradients row by row, so a sampled layer's step touches only its rows.
 * ``log_softmax`` -- the exact (N', V) log-distribution (what a perplexity or a sampler needs).
 * ``topk`` -- the exact 10 best classes of the same N' rows (what decoding needs).
+* ``topk_fitted`` -- the same, for the layers whose top-k is a pruned search
+  (``topk_by_search``: hsm, adaptive), on a copy of the layer first fitted to those N' rows
+  (:data:`FIT_STEPS` Adagrad steps on their targets): the search is only as fast as the
+  distribution is peaked, and an untrained layer's is flat, the worst case. Its reference is
+  ``full``'s ``topk``, whose cost does not depend on the weights.
 
 N' (test-time rows) is N unless N x V floats exceed a cap: a (N, V) distribution at V = 1M does
 not fit in memory for training-sized batches, and test-time batches are smaller anyway.
@@ -12,16 +17,22 @@ not fit in memory for training-sized batches, and test-time batches are smaller 
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 import torch
 from torch import Tensor
 
 from bigvocab.outputs.base import OutputLayer
 
-OPERATIONS = ("train", "log_softmax", "topk")
+OPERATIONS = ("train", "log_softmax", "topk", "topk_fitted")
+#: The operation of ``full`` each operation is paired with.
+REFERENCE_OPERATION = {"topk_fitted": "topk"}
 TOPK = 10
+#: Fitting a search-based layer to the test-time rows before ``topk_fitted``: steps and rate.
+FIT_STEPS = 20
+FIT_LEARNING_RATE = 0.5
 #: small enough that thousands of timed steps keep the weights finite; its value does not change the cost.
 LEARNING_RATE = 1e-3
 
@@ -29,11 +40,16 @@ LEARNING_RATE = 1e-3
 @dataclass
 class Workload:
     """The inputs every layer of one V sees: hidden (N, H) leaf with grad, target (N,) drawn from
-    the unigram, and eval_hidden (N', H) with N' <= N rows for ``log_softmax`` and ``topk``."""
+    the unigram, and eval_hidden (N', H) with N' <= N rows for ``log_softmax`` and ``topk``
+    (their targets are the first N' of ``target``)."""
 
     hidden: Tensor
     target: Tensor
     eval_hidden: Tensor
+
+    @property
+    def eval_target(self) -> Tensor:
+        return self.target[: self.eval_hidden.shape[0]]
 
     @property
     def num_rows(self) -> int:
@@ -78,8 +94,25 @@ def make_optimizer(layer: OutputLayer) -> torch.optim.Optimizer:
     return torch.optim.SGD([p for p in layer.parameters() if p.requires_grad], lr=LEARNING_RATE)
 
 
+def fitted_copy(layer: OutputLayer, workload: Workload) -> tuple[OutputLayer, float]:
+    """A copy of ``layer`` trained on the test-time rows and their targets, and the mean
+    probability it then gives those targets (how peaked it became)."""
+    fitted = copy.deepcopy(layer).train()
+    optimizer = torch.optim.Adagrad([p for p in fitted.parameters() if p.requires_grad], lr=FIT_LEARNING_RATE)
+    hidden, target = workload.eval_hidden, workload.eval_target
+    for _ in range(FIT_STEPS):
+        optimizer.zero_grad(set_to_none=True)
+        fitted.loss(hidden, target).backward()
+        optimizer.step()
+    fitted.eval()
+    with torch.no_grad():
+        target_probability = float(fitted.log_prob(hidden, target).exp().mean())
+    return fitted, target_probability
+
+
 def layer_operations(layer: OutputLayer, workload: Workload) -> dict[str, Callable[[], object]]:
-    """Closures ``{"train", "log_softmax", "topk"}`` over ``layer`` and ``workload``."""
+    """Closures ``{"train", "log_softmax", "topk"}`` over ``layer`` and ``workload``, and
+    ``"topk_fitted"`` (a :class:`FittedTopk`) for a layer whose top-k is a search."""
     optimizer = make_optimizer(layer)
 
     def train() -> None:
@@ -96,4 +129,26 @@ def layer_operations(layer: OutputLayer, workload: Workload) -> dict[str, Callab
         with torch.no_grad():
             return layer.topk(workload.eval_hidden, TOPK)
 
-    return {"train": train, "log_softmax": log_softmax, "topk": topk}
+    operations = {"train": train, "log_softmax": log_softmax, "topk": topk}
+    if layer.topk_by_search:
+        operations["topk_fitted"] = FittedTopk(layer, workload)
+    return operations
+
+
+class FittedTopk:
+    """``topk`` of :func:`fitted_copy` of the layer. :meth:`fit` makes the copy (the bench calls
+    it before any timing); a call without it fits first."""
+
+    def __init__(self, layer: OutputLayer, workload: Workload) -> None:
+        self.layer, self.workload = layer, workload
+        self.fitted: Optional[OutputLayer] = None
+        self.target_probability: Optional[float] = None
+
+    def fit(self) -> None:
+        self.fitted, self.target_probability = fitted_copy(self.layer, self.workload)
+
+    def __call__(self) -> tuple[Tensor, Tensor]:
+        if self.fitted is None:
+            self.fit()
+        with torch.no_grad():
+            return self.fitted.topk(self.workload.eval_hidden, TOPK)

@@ -18,7 +18,15 @@ import torch
 from bigvocab.bench.config import BenchConfig
 from bigvocab.bench.flops import counted_flops, required_train_flops
 from bigvocab.bench.memory import MIB
-from bigvocab.bench.operations import OPERATIONS, Workload, evaluation_rows, layer_operations, make_workload
+from bigvocab.bench.operations import (
+    OPERATIONS,
+    REFERENCE_OPERATION,
+    FittedTopk,
+    Workload,
+    evaluation_rows,
+    layer_operations,
+    make_workload,
+)
 from bigvocab.bench.selection import Candidate
 from bigvocab.bench.side_data import build_layer, synthetic_side_data
 from bigvocab.bench.stats import paired_speedup
@@ -55,6 +63,8 @@ def prepare(
     counted = None
     for name, operation in operations.items():
         try:
+            if isinstance(operation, FittedTopk):
+                operation.fit()  # untimed: the fitting stands for training done elsewhere
             synchronize(device)
             start = time.perf_counter()
             if name == "train":
@@ -141,6 +151,9 @@ def measure_vocab(
             row["options"] = shown
             layer = layer.to(device)
             prepared, errors = prepare(layer, workload, device, config.min_time)
+            fitted = prepared.operations.get("topk_fitted")
+            if fitted is not None:
+                row["topk_fitted_target_p"] = fitted.target_probability
             row.update(time_operations(reference, prepared, config, device))
             row.update(_size_and_flops(candidate, layer, workload, prepared, full_params, row))
             del layer, prepared
@@ -180,21 +193,22 @@ def time_operations(reference: Prepared, prepared: Prepared, config: BenchConfig
     when one call of the layer alone does (then the warm-up call is compared with one of full's)."""
     out: dict = {}
     for name in OPERATIONS:
-        if name not in prepared.inner:
+        reference_name = REFERENCE_OPERATION.get(name, name)
+        if name not in prepared.inner or reference_name not in reference.inner:
             continue
         if prepared.seconds[name] > config.op_budget_seconds:
             # Slower than the whole budget: its warm-up call is its one timing, set against a
             # fresh call of full's (repeats = 0 marks this unpaired estimate).
             repeats = 0
             layer_times = [prepared.seconds[name]]
-            full_times = [seconds_per_call(reference.operations[name], reference.inner[name], device)]
+            full_times = [seconds_per_call(reference.operations[reference_name], reference.inner[reference_name], device)]
         else:
-            pair = max(prepared.seconds[name], config.min_time) + max(reference.seconds[name], config.min_time)
+            pair = max(prepared.seconds[name], config.min_time) + max(reference.seconds[reference_name], config.min_time)
             repeats = repeats_within(config.op_budget_seconds, pair, config.repeats)
             full_times, layer_times = paired_timings(
-                reference.operations[name],
+                reference.operations[reference_name],
                 prepared.operations[name],
-                reference_inner=reference.inner[name],
+                reference_inner=reference.inner[reference_name],
                 candidate_inner=prepared.inner[name],
                 repeats=repeats,
                 device=device,

@@ -8,6 +8,7 @@ LABEL_WIDTH = 16
 
 SPEED_HEADER = (
     f"{'V':>6}  {'approach':<{LABEL_WIDTH}} {'train speed-up [IQR]':>24} {'log_softmax':>11} {'top-10':>8} "
+    f"{'fitted':>8} "
     f"{'params':>7} {'step MiB':>9} {'GFLOP/s':>8}  status"
 )
 QUALITY_HEADER = (
@@ -29,7 +30,8 @@ def speed_line(row: dict) -> str:
     return (
         f"{fmt.vocab(row['vocab_size']):>6}  {row['approach']:<{LABEL_WIDTH}} "
         f"{fmt.speedup_spread(row, 'train'):>24} {fmt.speedup_marked(row, 'log_softmax'):>11} "
-        f"{fmt.speedup_marked(row, 'topk'):>8} {fmt.percent(row.get('params_pct'), 0):>7} "
+        f"{fmt.speedup_marked(row, 'topk'):>8} {fmt.speedup_marked(row, 'topk_fitted'):>8} "
+        f"{fmt.percent(row.get('params_pct'), 0):>7} "
         f"{fmt.number(row.get('peak_step_mib')):>9} {fmt.number(row.get('achieved_gflops')):>8}  "
         f"{_status(row)}"
     )

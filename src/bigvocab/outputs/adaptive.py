@@ -73,6 +73,8 @@ class AdaptiveSoftmax(OutputLayer):
             kept from forward to backward, as in PyTorch. ``topk`` is always chunked.
     """
 
+    topk_by_search = True
+
     def __init__(
         self,
         in_features: int,

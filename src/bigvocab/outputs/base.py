@@ -33,6 +33,11 @@ class OutputLayer(nn.Module):
     #: so the trainer must pick an optimiser that accepts them.
     sparse_grad: bool = False
 
+    #: True when ``topk`` is an exact search that prunes with probability bounds (a tree node or
+    #: a cluster bounds every class below it): its cost then depends on how peaked the
+    #: distribution is, cheap for a trained model and dear for an untrained, flat one.
+    topk_by_search: bool = False
+
     def __init__(self, in_features: int, num_classes: int) -> None:
         super().__init__()
         self.in_features = check_positive_int("in_features", in_features)

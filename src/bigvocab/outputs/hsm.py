@@ -112,6 +112,7 @@ class HierarchicalSoftmax(OutputLayer):
     """
 
     sparse_grad = True
+    topk_by_search = True
 
     def __init__(
         self,
