@@ -37,8 +37,8 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--vocab-sizes", metavar="SIZES", help="comma-separated V for the speed runs, e.g. 10k,100k,1M")
     parser.add_argument("--hidden", type=int, metavar="H", help="hidden size fed to the output layers (default 256)")
-    parser.add_argument("--batch", type=int, metavar="N", help="rows per training step (quick 256, full 512)")
-    parser.add_argument("--repeats", type=int, metavar="R", help="paired repetitions per measurement (quick 3, full 5)")
+    parser.add_argument("--batch", type=int, metavar="N", help="rows per training step (quick 128, full 1024)")
+    parser.add_argument("--repeats", type=int, metavar="R", help="paired repetitions per measurement (default 3)")
     parser.add_argument(
         "--num-samples",
         type=int,
