@@ -3,9 +3,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any, Callable, Optional, Union
 
 import pytest
 import torch
+
+from bigvocab.errors import DataError
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -32,3 +35,20 @@ def data_dir() -> Path:
     if not path.is_dir():
         pytest.skip(f"real data not found at {path} (set BIGVOCAB_DATA)")
     return path
+
+
+@pytest.fixture
+def assert_read_error(tmp_path: Path) -> Callable[..., None]:
+    """``assert_read_error(reader, content, message)``: ``reader`` given a file holding ``content``
+    (text or bytes; None for a file that does not exist) raises a DataError matching ``message``."""
+
+    def check(reader: Callable[[Path], Any], content: Optional[Union[str, bytes]], message: str) -> None:
+        path = tmp_path / "input"
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        elif content is not None:
+            path.write_text(content)
+        with pytest.raises(DataError, match=message):
+            reader(path)
+
+    return check

@@ -93,44 +93,26 @@ class Parser(argparse.ArgumentParser):
 
 
 # ---------------------------------------------------------------------------------- value types
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
+def checked_number(parse: Callable[[str], Any], accept: Callable[[Any], bool], expected: str) -> Callable[[str], Any]:
+    """An argparse ``type``: ``parse`` the text and keep values ``accept`` allows. Text that does not
+    parse gets the same message as a rejected value, so the user sees what was expected."""
+
+    def convert(text: str) -> Any:
+        try:
+            value = parse(text)
+        except ValueError:
+            value = None
+        if value is None or not accept(value):
+            raise argparse.ArgumentTypeError(f"must be {expected}, got {text!r}")
+        return value
+
+    return convert
 
 
-def nonnegative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return value
-
-
-def nonnegative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}")
-    return value
+positive_int = checked_number(int, lambda value: value >= 1, "a positive integer")
+nonnegative_int = checked_number(int, lambda value: value >= 0, "a non-negative integer")
+positive_float = checked_number(float, lambda value: math.isfinite(value) and value > 0, "a positive number")
+nonnegative_float = checked_number(float, lambda value: math.isfinite(value) and value >= 0, "a number >= 0")
 
 
 def int_list(text: str) -> list[int]:

@@ -9,8 +9,9 @@ import json
 
 import pytest
 import torch
+from tiny_quality import tiny_quality
 
-from bigvocab.bench import BenchConfig, QualityConfig, all_candidates, run_bench
+from bigvocab.bench import BenchConfig, all_candidates, run_bench
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.registry import OUTPUTS
 
@@ -23,14 +24,6 @@ class BrokenLayer(OutputLayer):
 
 
 def tiny_config(tmp_path, **overrides) -> BenchConfig:
-    quality = QualityConfig(
-        small_vocab=100,
-        large_vocab=200,
-        num_classes=10,
-        train_tokens=1_000,
-        batch_size=64,
-        model_kwargs={"embedding_dim": 4, "hidden_dim": 8, "context": 2},
-    )
     settings = dict(
         vocab_sizes=(300,),
         hidden=8,
@@ -42,7 +35,7 @@ def tiny_config(tmp_path, **overrides) -> BenchConfig:
         progress=False,
         measure_memory=False,  # its child process is tested in test_bench_memory.py
         plots=False,  # tested in test_bench_report.py
-        quality=quality,
+        quality=tiny_quality(train_tokens=1_000, batch_size=64),
     )
     settings.update(overrides)
     return BenchConfig.quick(**settings)

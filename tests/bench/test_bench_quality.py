@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-from bigvocab.bench import BenchConfig, QualityConfig
+from tiny_quality import tiny_quality
+
+from bigvocab.bench import BenchConfig
 from bigvocab.bench.quality import PROBE_STEPS, corpus_side_data, quality_tasks, train_and_evaluate
 from bigvocab.bench.selection import candidate_by_label
 from bigvocab.data.corpora import load_corpus
 
 
 def config(max_train_seconds: float) -> BenchConfig:
-    quality = QualityConfig(
-        small_vocab=100,
-        large_vocab=200,
-        num_classes=10,
-        train_tokens=2_000,
-        batch_size=32,
-        max_train_seconds=max_train_seconds,
-        model_kwargs={"embedding_dim": 4, "hidden_dim": 8, "context": 2},
-    )
+    quality = tiny_quality(train_tokens=2_000, batch_size=32, max_train_seconds=max_train_seconds)
     return BenchConfig.quick(quality=quality, progress=False, out=None)
 
 

@@ -143,25 +143,19 @@ def test_save_load_round_trip(tmp_path, unk):
     assert Vocab.from_dict(vocab.to_dict()) == vocab
 
 
-def test_load_errors(tmp_path):
-    with pytest.raises(DataError, match="does not exist"):
-        Vocab.load(tmp_path / "missing.tsv")
-    bad = tmp_path / "bad.tsv"
-    bad.write_text("the\t3\n")
-    with pytest.raises(DataError, match="not a bigvocab vocabulary file"):
-        Vocab.load(bad)
-    bad.write_text("#bigvocab-vocab\tunk=<unk>\n<unk>\t3\nthe three\n")
-    with pytest.raises(DataError, match="line 3"):
-        Vocab.load(bad)
-    bad.write_text("#bigvocab-vocab\tunk=<unk>\n<unk>\t3\nthe\t2\nthe\t1\n")
-    with pytest.raises(DataError, match="'the' appears twice"):
-        Vocab.load(bad)
-    bad.write_text("#bigvocab-vocab\tunk=<unk>\nthe\t2\n")
-    with pytest.raises(DataError, match="not in the vocabulary"):
-        Vocab.load(bad)
-    bad.write_bytes(b"#bigvocab-vocab\tunk=\n\xff\t2\n")
-    with pytest.raises(DataError, match="UTF-8"):
-        Vocab.load(bad)
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "does not exist"),
+        ("the\t3\n", "not a bigvocab vocabulary file"),
+        ("#bigvocab-vocab\tunk=<unk>\n<unk>\t3\nthe three\n", "line 3"),
+        ("#bigvocab-vocab\tunk=<unk>\n<unk>\t3\nthe\t2\nthe\t1\n", "'the' appears twice"),
+        ("#bigvocab-vocab\tunk=<unk>\nthe\t2\n", "not in the vocabulary"),
+        (b"#bigvocab-vocab\tunk=\n\xff\t2\n", "UTF-8"),
+    ],
+)
+def test_load_errors(assert_read_error, content, message):
+    assert_read_error(Vocab.load, content, message)
 
 
 def test_from_dict_errors():

@@ -4,7 +4,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bigvocab.errors import DataError
 from bigvocab.evaluate.analogy import evaluate_analogies, read_analogies
 from bigvocab.evaluate.vectors import WordVectors
 
@@ -109,17 +108,12 @@ def test_agrees_with_gensim(tmp_path):
         assert (mine.correct, mine.total) == (len(their["correct"]), len(their["correct"]) + len(their["incorrect"]))
 
 
-def test_file_errors(tmp_path):
-    bad = tmp_path / "bad.txt"
-    bad.write_text(": s\na b c\n")
-    with pytest.raises(DataError, match="line 2: an analogy has 4 words"):
-        read_analogies(bad)
-    empty = tmp_path / "empty.txt"
-    empty.write_text(": s\n\n")
-    with pytest.raises(DataError, match="no questions"):
-        read_analogies(empty)
-    with pytest.raises(DataError, match="does not exist"):
-        read_analogies(tmp_path / "missing.txt")
+@pytest.mark.parametrize(
+    "content, message",
+    [(": s\na b c\n", "line 2: an analogy has 4 words"), (": s\n\n", "no questions"), (None, "does not exist")],
+)
+def test_file_errors(assert_read_error, content, message):
+    assert_read_error(read_analogies, content, message)
 
 
 def test_google_questions_file(data_dir):

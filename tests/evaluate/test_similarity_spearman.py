@@ -49,17 +49,12 @@ def test_evaluate_similarity_counts_oov_and_matches_direct_computation(tmp_path)
     assert result.spearman == pytest.approx(stats.spearmanr(cos, [7.35, 6.3, 1.0, 2.5]).statistic)
 
 
-def test_pair_file_errors(tmp_path):
-    bad = tmp_path / "bad.tsv"
-    bad.write_text("a\tb\t1\nc\td\tlots\n")
-    with pytest.raises(DataError, match="line 2: score 'lots'"):
-        read_word_pairs(bad)
-    short = tmp_path / "short.tsv"
-    short.write_text("a\tb\n")
-    with pytest.raises(DataError, match="line 1"):
-        read_word_pairs(short)
-    with pytest.raises(DataError, match="does not exist"):
-        read_word_pairs(tmp_path / "nope")
+@pytest.mark.parametrize(
+    "content, message",
+    [("a\tb\t1\nc\td\tlots\n", "line 2: score 'lots'"), ("a\tb\n", "line 1"), (None, "does not exist")],
+)
+def test_pair_file_errors(assert_read_error, content, message):
+    assert_read_error(read_word_pairs, content, message)
 
 
 @pytest.mark.parametrize("name, count", [("wordsim353.tsv", 353), ("simlex999.txt", 999)])

@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+from reference_checks import assert_matches_reference, assert_topk_is_exact
 
 import bigvocab
 from bigvocab.errors import BigvocabError
@@ -52,21 +53,14 @@ def test_exact_loss_matches_word_by_word_softmax(correction_dim, bias):
     torch.testing.assert_close(layer.log_softmax(hidden), reference, atol=1e-12, rtol=1e-12)
     torch.testing.assert_close(layer.log_prob(hidden, target), reference.gather(1, target[:, None]).squeeze(1))
     ours = layer.loss(hidden, target, reduction="sum")
-    expected = -reference.gather(1, target[:, None]).sum()
-    torch.testing.assert_close(ours, expected, atol=1e-12, rtol=1e-12)
-    params = [hidden, *layer.parameters()]
-    for got, want in zip(torch.autograd.grad(ours, params), torch.autograd.grad(expected, params), strict=True):
-        torch.testing.assert_close(got, want, atol=1e-12, rtol=1e-10)
+    assert_matches_reference(ours, -reference.gather(1, target[:, None]).sum(), [hidden, *layer.parameters()])
 
 
 @pytest.mark.parametrize("k", [1, 5, V])
 def test_topk_is_exact(k):
     layer = _layer()
     hidden = torch.randn(4, H, dtype=torch.float64) * 3
-    values, ids = layer.topk(hidden, k)
-    ref_values, ref_ids = layer.log_softmax(hidden).topk(k, dim=1)
-    torch.testing.assert_close(values, ref_values, atol=1e-12, rtol=0)
-    assert torch.equal(ids, ref_ids)
+    assert_topk_is_exact(layer, hidden, k)
 
 
 def test_embedding_does_not_depend_on_the_batch():
@@ -107,13 +101,7 @@ def test_sampled_loss_is_the_corrected_softmax_over_target_and_samples():
         scores = torch.stack([hidden[i] @ embeddings[j] + layer.bias[j] - math.log(5 * sampler.q[j]) for j in ids])
         rows.append(torch.logsumexp(scores, 0) - scores[0])
     reference = torch.stack(rows)
-    ours = layer.loss(hidden, target, reduction="none")
-    torch.testing.assert_close(ours, reference, atol=1e-12, rtol=1e-12)
-    params = [hidden, *layer.parameters()]
-    got = torch.autograd.grad(ours.sum(), params)
-    want = torch.autograd.grad(reference.sum(), params, allow_unused=True, materialize_grads=True)
-    for g, w in zip(got, want, strict=True):
-        torch.testing.assert_close(g.to_dense(), w, atol=1e-12, rtol=1e-10)
+    assert_matches_reference(layer.loss(hidden, target, reduction="none"), reference, [hidden, *layer.parameters()])
     # Only the targets' and samples' correction rows are touched.
     layer.zero_grad()
     layer.loss(hidden, target).backward()

@@ -30,6 +30,8 @@ import torch
 from torch import Tensor, nn
 
 from bigvocab.errors import ConfigError
+from bigvocab.samplers.base import Sampler
+from bigvocab.validation import check_positive_int
 
 
 def build_alias_table(weights: Tensor) -> tuple[Tensor, Tensor]:
@@ -103,3 +105,19 @@ class AliasTable(nn.Module):
     def log_prob(self, ids: Tensor) -> Tensor:
         """log p(ids) in float32, same shape as ``ids``."""
         return self.probs[ids].log().float()
+
+
+class AliasSampler(Sampler):
+    """An unconditional sampler that draws from its alias table ``table`` and scores with the
+    same table, so ``log_q`` always describes the distribution ``sample`` used; subclasses build
+    the table (``unigram`` once, ``learned`` again as counts grow)."""
+
+    table: AliasTable
+
+    def sample(
+        self, num_samples: int, *, context: Optional[Tensor] = None, generator: Optional[torch.Generator] = None
+    ) -> Tensor:
+        return self.table.sample((check_positive_int("num_samples", num_samples),), generator)
+
+    def log_q(self, ids: Tensor, *, context: Optional[Tensor] = None) -> Tensor:
+        return self.table.log_prob(ids)

@@ -15,9 +15,9 @@ from torch import Tensor
 
 from bigvocab.errors import ConfigError
 from bigvocab.registry import SAMPLERS
-from bigvocab.samplers.alias import AliasTable
-from bigvocab.samplers.base import Sampler, as_counts
-from bigvocab.validation import check_positive_float, check_positive_int
+from bigvocab.samplers.alias import AliasSampler, AliasTable
+from bigvocab.samplers.base import as_counts
+from bigvocab.validation import check_positive_float
 
 
 def refresh_due(added: float, base: float, fraction: float) -> bool:
@@ -27,7 +27,7 @@ def refresh_due(added: float, base: float, fraction: float) -> bool:
 
 
 @SAMPLERS.register("learned")
-class LearnedSampler(Sampler):
+class LearnedSampler(AliasSampler):
     """Q(i) proportional to ``prior + counts[i]`` where counts grow with every :meth:`update`.
 
     Args:
@@ -61,14 +61,6 @@ class LearnedSampler(Sampler):
         self.register_buffer("mass", initial.sum())
         self.register_buffer("built_mass", initial.sum())
         self.table = AliasTable(initial)
-
-    def sample(
-        self, num_samples: int, *, context: Optional[Tensor] = None, generator: Optional[torch.Generator] = None
-    ) -> Tensor:
-        return self.table.sample((check_positive_int("num_samples", num_samples),), generator)
-
-    def log_q(self, ids: Tensor, *, context: Optional[Tensor] = None) -> Tensor:
-        return self.table.log_prob(ids)
 
     @torch.no_grad()
     def update(self, target: Tensor, *, context: Optional[Tensor] = None, **kwargs) -> None:

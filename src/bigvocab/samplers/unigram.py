@@ -9,18 +9,16 @@ from __future__ import annotations
 import math
 from typing import Optional, Sequence, Union
 
-import torch
 from torch import Tensor
 
 from bigvocab.errors import ConfigError
 from bigvocab.registry import SAMPLERS
-from bigvocab.samplers.alias import AliasTable
-from bigvocab.samplers.base import Sampler, as_counts
-from bigvocab.validation import check_positive_int
+from bigvocab.samplers.alias import AliasSampler, AliasTable
+from bigvocab.samplers.base import as_counts
 
 
 @SAMPLERS.register("unigram")
-class UnigramSampler(Sampler):
+class UnigramSampler(AliasSampler):
     """Q(i) proportional to counts[i] ** power; O(V) to build once, O(1) per draw.
 
     Args:
@@ -42,14 +40,6 @@ class UnigramSampler(Sampler):
             raise ConfigError(f"power must be a finite number >= 0, got {power!r}")
         self.power = float(power)
         self.table = AliasTable(as_counts(counts, num_classes, "unigram sampler").pow(self.power))
-
-    def sample(
-        self, num_samples: int, *, context: Optional[Tensor] = None, generator: Optional[torch.Generator] = None
-    ) -> Tensor:
-        return self.table.sample((check_positive_int("num_samples", num_samples),), generator)
-
-    def log_q(self, ids: Tensor, *, context: Optional[Tensor] = None) -> Tensor:
-        return self.table.log_prob(ids)
 
     def extra_repr(self) -> str:
         return super().extra_repr() + f", power={self.power}"

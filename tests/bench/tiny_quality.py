@@ -1,0 +1,20 @@
+"""The smallest quality run the bench tests share: an NNLM with 4-dimensional embeddings and 8
+hidden units on synthetic corpora of 100 and 200 words, so one pass takes well under a second."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bigvocab.bench import QualityConfig
+
+
+def tiny_quality(**overrides: Any) -> QualityConfig:
+    """A tiny :class:`QualityConfig`; ``overrides`` set the token budget, batch size or time cap."""
+    settings: dict[str, Any] = dict(
+        small_vocab=100,
+        large_vocab=200,
+        num_classes=10,
+        model_kwargs={"embedding_dim": 4, "hidden_dim": 8, "context": 2},
+    )
+    settings.update(overrides)
+    return QualityConfig(**settings)
