@@ -128,6 +128,8 @@ def test_embeddings_are_cached_in_eval_until_parameters_change():
         layer.cnn.projection.bias.add_(1.0)
         second = layer.embeddings()
         assert second is not first and not torch.allclose(second, first)
+        layer.eval()  # e.g. every evaluation call of a decoder: the table stays
+        assert layer.embeddings() is second
     # With gradients recorded, or in training, nothing is cached.
     assert layer.embeddings().requires_grad
     layer.train()

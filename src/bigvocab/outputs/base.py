@@ -38,6 +38,10 @@ class OutputLayer(nn.Module):
     #: distribution is, cheap for a trained model and dear for an untrained, flat one.
     topk_by_search: bool = False
 
+    #: True when ``log_softmax`` and ``topk`` in eval mode reuse a table that their first call
+    #: after a parameter change computes (cnn's V output embeddings): a one-off cost per model.
+    eval_cache: bool = False
+
     def __init__(self, in_features: int, num_classes: int) -> None:
         super().__init__()
         self.in_features = check_positive_int("in_features", in_features)

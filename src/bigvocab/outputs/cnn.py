@@ -117,6 +117,8 @@ class CNNSoftmax(OutputLayer):
         max_chunk_elements: floats held at once when embedding or scoring the whole vocabulary.
     """
 
+    eval_cache = True
+
     def __init__(
         self,
         in_features: int,
@@ -208,7 +210,8 @@ class CNNSoftmax(OutputLayer):
         return table
 
     def train(self, mode: bool = True) -> "CNNSoftmax":
-        self._cache = None
+        if mode:  # training changes the parameters; the table would only hold memory
+            self._cache = None
         return super().train(mode)
 
     # ------------------------------------------------------------------ the objective
