@@ -197,7 +197,7 @@ def time_operations(reference: Prepared, prepared: Prepared, config: BenchConfig
         reference_name = REFERENCE_OPERATION.get(name, name)
         if name not in prepared.inner or reference_name not in reference.inner:
             continue
-        if prepared.layer.eval_cache and name != "train":
+        if name != "train" and prepared.layer.eval_cache:
             prepared.operations[name]()  # refills the cache the timed training steps made stale
         if prepared.seconds[name] > config.op_budget_seconds:
             # Slower than the whole budget: its warm-up call is its one timing, set against a
