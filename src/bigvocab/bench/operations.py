@@ -18,6 +18,7 @@ not fit in memory for training-sized batches, and test-time batches are smaller 
 from __future__ import annotations
 
 import copy
+import warnings
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
@@ -100,10 +101,14 @@ def fitted_copy(layer: OutputLayer, workload: Workload) -> tuple[OutputLayer, fl
     fitted = copy.deepcopy(layer).train()
     optimizer = torch.optim.Adagrad([p for p in fitted.parameters() if p.requires_grad], lr=FIT_LEARNING_RATE)
     hidden, target = workload.eval_hidden, workload.eval_target
-    for _ in range(FIT_STEPS):
-        optimizer.zero_grad(set_to_none=True)
-        fitted.loss(hidden, target).backward()
-        optimizer.step()
+    with warnings.catch_warnings():
+        # Adagrad builds sparse tensors from indices it just coalesced; torch warns that it skips
+        # checking them, which is a note to torch developers, not to a bench reader.
+        warnings.filterwarnings("ignore", message="Sparse invariant checks")
+        for _ in range(FIT_STEPS):
+            optimizer.zero_grad(set_to_none=True)
+            fitted.loss(hidden, target).backward()
+            optimizer.step()
     fitted.eval()
     with torch.no_grad():
         target_probability = float(fitted.log_prob(hidden, target).exp().mean())
