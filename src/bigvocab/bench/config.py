@@ -96,14 +96,14 @@ class BenchConfig:
     def full(cls, **overrides) -> "BenchConfig":
         """The long run, at the sizes of the literature's comparisons: V up to 1M, N = 1024 (a full
         step at V = 1M then takes tens of seconds), three repetitions, test-time timings on up to
-        2**28 floats (N' = 268 rows at V = 1M), and quality runs of 100k tokens or one minute per
+        2**28 floats (N' = 268 rows at V = 1M), and quality runs of 100k tokens or 30 seconds per
         layer on V = 10k and 100k. About an hour on two quiet CPU cores."""
         quality = QualityConfig(
             small_vocab=10_000,
             large_vocab=100_000,
             train_tokens=100_000,
             brown_train_tokens=None,
-            max_train_seconds=60.0,
+            max_train_seconds=30.0,
             threads=None,
             batch_size=256,
             model_kwargs={"embedding_dim": 32, "hidden_dim": 128, "context": 4},
