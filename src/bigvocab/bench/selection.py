@@ -27,6 +27,9 @@ VARIANTS: dict[str, dict[str, dict]] = {
         "class": {"tree": "class"},
         "clustered": {"tree": "clustered"},
     },
+    # word2vec draws negatives per pair; a language model can share them across the batch
+    # (Jozefowicz et al. 2016), which turns N x k gathered rows into k.
+    "neg": {"per-example": {}, "shared": {"shared": True}},
 }
 
 
