@@ -41,7 +41,8 @@ def main(runs: Path, names: list[str]) -> None:
         reference = reference or test
         options = {k: v for k, v in checkpoint["meta"]["output_kwargs"].items() if not isinstance(v, dict)}
         tree = checkpoint["meta"].get("tree_vectors")
-        shown = ", ".join(f"{k}={v}" for k, v in options.items()) + (f"clustered from {Path(tree).parent.name}" if tree else "")
+        parts = [f"{k}={v}" for k, v in options.items()] + ([f"clustered from {Path(tree).parent.name}"] if tree else [])
+        shown = ", ".join(parts)
         print(
             f"| {name} | {summary['output']}{' (' + shown + ')' if shown else ''} | {test:.1f} | "
             f"{test / reference:.2f}x | {summary['best_valid_ppl']:.1f} ({summary['best_epoch']}) | "

@@ -61,7 +61,13 @@ def main(runs: Path, names: list[str]) -> None:
                 return seconds(lambda: reference.output.log_softmax(reference_hidden).topk(K, dim=1))
 
             run(), full()
-            pairs = [(run(), full()) if i % 2 else tuple(reversed((full(), run()))) for i in range(REPEATS)]
+            pairs = []
+            for i in range(REPEATS):  # alternate which side goes first
+                if i % 2:
+                    pairs.append((run(), full()))
+                else:
+                    first = full()
+                    pairs.append((run(), first))
         ratios = [f / r for r, f in pairs]
         print(
             f"| {name} | {statistics.median(ratios):.1f}x [{min(ratios):.1f}–{max(ratios):.1f}] | "
