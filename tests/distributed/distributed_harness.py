@@ -1,0 +1,34 @@
+"""Run a function on P local processes joined by a gloo process group, from inside a test.
+
+Each process uses one thread and the file-based rendezvous (no port to race for). The function
+gets the group explicitly and returns a JSON-able result; :func:`run_ranks` returns the results in
+rank order, and an exception in any rank fails the test with that rank's traceback.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def _entry(rank: int, world_size: int, out_dir: str, fn: Callable[..., Any], kwargs: dict) -> None:
+    torch.set_num_threads(1)
+    dist.init_process_group(
+        "gloo", init_method=f"file://{out_dir}/rendezvous", rank=rank, world_size=world_size
+    )
+    try:
+        result = fn(dist.group.WORLD, **kwargs)
+        Path(out_dir, f"rank{rank}.json").write_text(json.dumps(result))
+    finally:
+        dist.destroy_process_group()
+
+
+def run_ranks(world_size: int, fn: Callable[..., Any], out_dir: Path, **kwargs: Any) -> list[Any]:
+    """``fn(group, **kwargs)`` on ``world_size`` spawned processes; their results, rank order."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    mp.spawn(_entry, args=(world_size, str(out_dir), fn, kwargs), nprocs=world_size, join=True)
+    return [json.loads(Path(out_dir, f"rank{rank}.json").read_text()) for rank in range(world_size)]
