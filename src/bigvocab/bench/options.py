@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from bigvocab.bench.config import BenchConfig, parse_patterns, parse_sizes
+from bigvocab.bench.distributed import run_distributed_bench
 from bigvocab.bench.report import summary_table
 from bigvocab.bench.runner import run_bench
 
@@ -56,6 +57,13 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--skip-speed", action="store_true", help="no speed, memory or matmul measurements")
     parser.add_argument("--skip-quality", action="store_true", help="no training runs")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--distributed",
+        type=int,
+        metavar="P",
+        help="instead of the usual runs: each row's training step on one process and vocabulary-parallel "
+        "on P local processes, per-rank peak memory and step time side by side (rows that can be split)",
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> BenchConfig:
@@ -80,6 +88,10 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
 def main(args: argparse.Namespace) -> int:
     """Run ``bigvocab bench`` as parsed into ``args``; print the table and where the files are."""
     config = config_from_args(args)
+    if getattr(args, "distributed", None) is not None:
+        for path in run_distributed_bench(config, args.distributed, stream=sys.stdout):
+            print(f"wrote {path}")
+        return 0
     results = run_bench(config, stream=sys.stdout)
     print(f"\nsummary ({results['wall_seconds']:.0f} s):\n{summary_table(results)}")
     for path in results.get("files", []):
