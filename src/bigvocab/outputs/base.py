@@ -7,15 +7,21 @@ flat tensors. Results are reshaped back to the caller's leading shape.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Mapping, Optional
 
 import torch
 from torch import Tensor, nn
 
 from bigvocab.errors import ConfigError
+from bigvocab.registry import keyword_options
 from bigvocab.validation import check_positive_int
 
 REDUCTIONS = ("mean", "sum", "none")
+
+#: What some layers need besides H and V: training frequencies (``counts``), the vocabulary
+#: strings (``words``) and (V, D) word vectors (``vectors``). ``create_output`` takes each of
+#: them for any layer and passes it only to the layers that declare it (:meth:`OutputLayer.side_inputs`).
+SIDE_INPUTS = ("counts", "words", "vectors")
 
 
 class OutputLayer(nn.Module):
@@ -48,6 +54,19 @@ class OutputLayer(nn.Module):
         self.num_classes = check_positive_int("num_classes", num_classes)
         if num_classes < 2:
             raise ConfigError(f"num_classes must be at least 2, got {num_classes}")
+
+    # ------------------------------------------------------------------ declarations
+    @classmethod
+    def accepted_options(cls, options: Mapping[str, Any]) -> Optional[set[str]]:
+        """The keywords the constructor takes given ``options`` (which may pick a part, e.g. a
+        scorer, with keywords of its own), or None when any keyword is accepted."""
+        return keyword_options(cls)
+
+    @classmethod
+    def side_inputs(cls, options: Mapping[str, Any]) -> frozenset[str]:
+        """Which of :data:`SIDE_INPUTS` the layer built with ``options`` reads."""
+        accepted = cls.accepted_options(options)
+        return frozenset(name for name in SIDE_INPUTS if accepted is None or name in accepted)
 
     # ------------------------------------------------------------------ public, validated
     def loss(
