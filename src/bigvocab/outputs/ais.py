@@ -15,7 +15,7 @@ mixture weights from the samples and their importance weights (see
 :class:`~bigvocab.samplers.bigram.BigramSampler`).
 
 **Context.** Language models pass the token before each target as ``loss(..., context=...)``; the
-base class validates it and exposes it as :attr:`loss_context` for the call. Without it the
+base class validates it and passes it to ``_loss`` as an argument. Without it the
 proposal is the mixture's unigram part alone, which is still a valid (if less efficient) importance
 sampler: the estimator only needs Q to be the distribution the samples came from.
 """
@@ -97,9 +97,8 @@ class AdaptiveImportanceSampling(SamplingOutput):
             ids = self.sampler.sample(batch_size * self.num_samples).reshape(batch_size, self.num_samples)
         return ids, self.sampler.log_q(ids, context=context)
 
-    def _loss(self, hidden: Tensor, target: Tensor) -> Tensor:
+    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
         batch_size = hidden.shape[0]
-        context = self.loss_context
         samples: list[Tensor] = []
         log_weights: list[Tensor] = []
         wanting = torch.ones(batch_size, dtype=torch.bool, device=hidden.device)

@@ -6,6 +6,8 @@ V = 1M never holds more than the weights, their gradient and one (N, chunk) bloc
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from torch import Tensor
 
 from bigvocab.outputs.objective import ScoredOutput
@@ -23,6 +25,6 @@ class FullSoftmax(ScoredOutput):
     ``max_chunk_elements``, ``device``, ``dtype`` and the scorer's options).
     """
 
-    def _loss(self, hidden: Tensor, target: Tensor) -> Tensor:
+    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
         log_z, target_logit = self.log_normaliser(hidden, target)
         return log_z - target_logit

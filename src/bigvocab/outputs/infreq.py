@@ -13,7 +13,7 @@ expected penalty is exactly Devlin et al.'s α (log Z_n)². Only the m chosen ro
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import torch
 from torch import Tensor
@@ -39,7 +39,7 @@ class InfrequentNormalisation(SelfNormalised):
         super().__init__(in_features, num_classes, alpha=alpha, **scorer_options)
         self.gamma = check_probability("gamma", gamma, allow_zero=False)
 
-    def _loss(self, hidden: Tensor, target: Tensor) -> Tensor:
+    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
         batch_size = hidden.shape[0]
         loss = -self.target_logits(hidden, target)
         if batch_size == 0:

@@ -88,7 +88,7 @@ class NoiseContrastiveEstimation(SamplingOutput):
         if self.bias is not None:
             nn.init.constant_(self.bias, -math.log(self.num_classes))
 
-    def _loss(self, hidden: Tensor, target: Tensor) -> Tensor:
+    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
         noise, num_draws = self._draw(hidden.shape[0])
         log_kq_target = log_expected_count(self.sampler.log_q(target), num_draws, unique=False)
         log_kq_noise = log_expected_count(self.sampler.log_q(noise), num_draws, unique=False)

@@ -91,7 +91,7 @@ class NegativeSampling(SamplingOutput):
         if self.zero_init:
             self.scorer.zero_rows_()
 
-    def _loss(self, hidden: Tensor, target: Tensor) -> Tensor:
+    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
         negatives, _ = self._draw(hidden.shape[0])
         target_logit, negative_logit = self.target_and_class_logits(hidden, target, negatives)
         # -log σ(-s) = softplus(s), stable for large |s|.

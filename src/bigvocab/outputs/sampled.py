@@ -80,7 +80,7 @@ class SampledSoftmax(SamplingOutput):
     def _default_sampler(counts: Optional[Sequence[float]]) -> tuple[str, dict]:
         return ("unigram", {}) if counts is not None else ("log_uniform", {})
 
-    def _loss(self, hidden: Tensor, target: Tensor) -> Tensor:
+    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
         sampled, num_draws = self._draw(hidden.shape[0], unique=self.unique)
         target_logit, sampled_logit = self.target_and_class_logits(hidden, target, sampled)
         if self.remove_accidental_hits:

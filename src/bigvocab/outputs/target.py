@@ -74,7 +74,7 @@ class TargetSampling(ScoredOutput):
         top_up = self.frequent[~torch.isin(self.frequent, distinct)][:missing]
         return torch.cat([distinct, top_up]), position
 
-    def _loss(self, hidden: Tensor, target: Tensor) -> Tensor:
+    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
         vocabulary, position = self.partition_vocabulary(target)
         logits = self.class_logits(hidden, vocabulary)
         return torch.logsumexp(logits, dim=1) - logits.gather(1, position.unsqueeze(1)).squeeze(1)
