@@ -14,7 +14,14 @@ import torch
 from torch import Tensor, nn
 
 import bigvocab
-from bigvocab.distributed import VocabPartition, gather_state_dict, shard_state_dict, vocab_parallel, vocab_shard
+from bigvocab.distributed import (
+    VocabParallelScorer,
+    VocabPartition,
+    gather_state_dict,
+    shard_state_dict,
+    vocab_parallel,
+    vocab_shard,
+)
 from bigvocab.errors import BigvocabError
 
 V, H, N = 13, 5, 7  # V divisible by neither 2 nor 3: uneven shards
@@ -76,7 +83,7 @@ def grads_error(single: nn.Module, sharded: nn.Module) -> float:
     worst = 0.0
     for (name, ref), (_, ours) in zip(single.named_parameters(), sharded.named_parameters()):
         ref_grad = ref.grad
-        if ref_grad is not None and name in ("weight", "bias"):
+        if ref_grad is not None and name in ("scorer.weight", "scorer.bias"):
             ref_grad = ref_grad.to_dense()[start:stop]
         worst = max(worst, relative_error(ours.grad, ref_grad))
     return worst
@@ -197,9 +204,9 @@ def check_checkpoint(group: Any) -> dict[str, Any]:
     )
     # A shard written under another layout is refused.
     local = model.state_dict()
-    local["1._extra_state"] = {"vocab_boundaries": [0, 1, V], "rank": 0}
+    local["1.scorer._extra_state"] = {"vocab_boundaries": [0, 1, V], "rank": 0}
     results["other_layout"] = raised(lambda: fresh.load_state_dict(local))
-    results["wrong_rows"] = raised(lambda: shard_state_dict(fresh, {**gathered, "1.weight": gathered["1.weight"][:-1]}))
+    results["wrong_rows"] = raised(lambda: shard_state_dict(fresh, {**gathered, "1.scorer.weight": gathered["1.scorer.weight"][:-1]}))
     return results
 
 
@@ -212,10 +219,47 @@ def raised(fn: Callable[[], Any]) -> str:
     return "no error"
 
 
+def check_built_sharded(group: Any) -> dict[str, Any]:
+    """``scorer=VocabParallelScorer(...)``: only this rank's rows are built, the ranks' random
+    streams stay in step, and with the one-process rows loaded it computes the one-process loss."""
+    world = torch.distributed.get_world_size(group)
+    torch.manual_seed(21)
+    scorer = VocabParallelScorer(H, V, process_group=group, max_chunk_elements=CHUNK, dtype=torch.float64)
+    layer = bigvocab.create_output("sampled", H, V, counts=COUNTS, num_samples=6, scorer=scorer)
+    after = torch.rand(1, dtype=torch.float64)
+    draws = [torch.empty_like(after) for _ in range(world)]
+    torch.distributed.all_gather(draws, after, group=group)
+    first_rows = [torch.empty(H, dtype=torch.float64) for _ in range(world)]
+    torch.distributed.all_gather(first_rows, scorer.weight.detach()[0].contiguous(), group=group)
+    single = build("sampled", {"num_samples": 6}, torch.float64)
+    layer.load_state_dict(shard_state_dict(layer, single.state_dict()))
+    hidden, target = inputs(torch.float64)
+    losses = []
+    for each in (single, layer):
+        torch.manual_seed(7)
+        losses.append(each.loss(hidden, target, reduction="none"))
+    return {
+        "rows": list(scorer.weight.shape),
+        "streams_in_step": all(torch.equal(d, draws[0]) for d in draws),
+        "rows_differ": all(not torch.equal(r, first_rows[0]) for r in first_rows[1:]),
+        "in_bound": bool(scorer.weight.abs().max() <= 1 / H**0.5),
+        "loss": relative_error(losses[1], losses[0]),
+    }
+
+
 def check_bad_setups(group: Any) -> dict[str, str]:
     world = torch.distributed.get_world_size(group)
     return {
         "structured_layer": raised(lambda: vocab_parallel(bigvocab.create_output("hsm", H, V, counts=COUNTS), group)),
+        "computed_rows": raised(
+            lambda: vocab_parallel(
+                bigvocab.create_output(
+                    "sampled", H, V, counts=COUNTS, num_samples=3, scorer="cnn", words=[f"w{i}" for i in range(V)],
+                    char_dim=4, filters=((1, 3), (2, 3)), correction_dim=3,
+                ),
+                group,
+            )
+        ),
         "no_group": raised(lambda: vocab_parallel(build("full", {}, torch.float64), None)),
         "partition_world": raised(
             lambda: vocab_parallel(build("full", {}, torch.float64), group, partition=VocabPartition.even(V, world + 1))
@@ -243,6 +287,8 @@ def all_checks(group: Any) -> dict[str, Any]:
             results[f"f64/training/{check}/{key}"] = value
     for key, value in check_checkpoint(group).items():
         results[f"checkpoint/{key}"] = value
+    for key, value in check_built_sharded(group).items():
+        results[f"built/{key}"] = value
     for key, value in check_bad_setups(group).items():
         results[f"bad/{key}"] = value
     return results

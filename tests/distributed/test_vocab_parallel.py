@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch.distributed as dist
 
-from distributed_checks import OBJECTIVES, all_checks
+from distributed_checks import OBJECTIVES, H, V, all_checks
 from distributed_harness import run_ranks
 
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo")
@@ -13,6 +13,8 @@ pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_avai
 WORLD_SIZES = (2, 3)
 TOLERANCE = {"f64": 1e-10, "f32": 1e-5}
 _cache: dict[int, list[dict]] = {}
+#: The class ranges of VocabPartition.even(13, P): sizes differ by at most one.
+BOUNDS = {2: [0, 7, 13], 3: [0, 5, 9, 13]}
 
 
 @pytest.fixture(params=WORLD_SIZES, ids=lambda p: f"P{p}")
@@ -64,13 +66,23 @@ def test_checkpoint_gathers_and_shards(ranks):
         assert result["checkpoint/scatter_error"] == 0
         assert result["checkpoint/other_layout"].startswith("CheckpointError: this checkpoint shard was written by rank 0 of 2")
         assert "resume with the same number of processes" in result["checkpoint/other_layout"]
-        assert result["checkpoint/wrong_rows"].startswith("CheckpointError: 1.weight has 12 rows")
+        assert result["checkpoint/wrong_rows"].startswith("CheckpointError: 1.scorer.weight has 12 rows")
+
+
+def test_scorer_built_sharded_holds_only_its_rows(ranks):
+    sizes = [stop - start for start, stop in zip(BOUNDS[len(ranks)], BOUNDS[len(ranks)][1:])]
+    for result, size in zip(ranks, sizes):
+        assert result["built/rows"] == [size, H]
+        assert result["built/streams_in_step"]  # a sampler draws the same ids on every rank
+        assert result["built/rows_differ"] and result["built/in_bound"]
+        assert result["built/loss"] <= 1e-10
 
 
 @pytest.mark.parametrize(
     "case, message",
     [
         ("structured_layer", "ConfigError: HierarchicalSoftmax cannot be made vocabulary-parallel"),
+        ("computed_rows", "ConfigError: SampledSoftmax over the 'cnn' scorer cannot be made vocabulary-parallel"),
         ("no_group", "ConfigError: group must be a torch.distributed process group"),
         ("partition_world", "ConfigError: the partition has"),
         ("partition_classes", "ConfigError: the partition covers 14 classes but the layer has 13"),

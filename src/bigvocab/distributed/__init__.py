@@ -6,20 +6,25 @@
   always over an explicitly given process group;
 * :mod:`~bigvocab.distributed.vocab_parallel` -- the sharded linear softmax: exact log Z, candidate
   scores, log-softmax and top-k;
-* :mod:`~bigvocab.distributed.layer` -- :func:`vocab_parallel` turns a linear-rows output layer
-  (any objective) into this rank's part;
+* :mod:`~bigvocab.distributed.scorer` -- the ``sharded`` scorer, and :func:`vocab_parallel`, which
+  splits any objective over the linear scorer;
+* :mod:`~bigvocab.distributed.data_parallel` -- gradients (dense and sparse) averaged over ranks;
 * :mod:`~bigvocab.distributed.checkpoint` -- shards <-> one-process state dicts.
 """
 from bigvocab.distributed.checkpoint import gather_state_dict, shard_state_dict
+from bigvocab.distributed.data_parallel import average_gradients, broadcast_module, shard_batches
 from bigvocab.distributed.groups import VocabShard, vocab_shard
-from bigvocab.distributed.layer import VocabParallelRows, vocab_parallel
 from bigvocab.distributed.partition import VocabPartition
+from bigvocab.distributed.scorer import VocabParallelScorer, vocab_parallel
 
 __all__ = [
     "VocabPartition",
-    "VocabParallelRows",
+    "VocabParallelScorer",
     "VocabShard",
+    "average_gradients",
+    "broadcast_module",
     "gather_state_dict",
+    "shard_batches",
     "shard_state_dict",
     "vocab_parallel",
     "vocab_shard",

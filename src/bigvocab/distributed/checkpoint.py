@@ -1,6 +1,6 @@
 """Checkpoints of vocabulary-parallel models: shards <-> one-process state dicts.
 
-A model whose output layer went through :func:`~bigvocab.distributed.layer.vocab_parallel` has a
+A model whose output layer scores with a :class:`~bigvocab.distributed.scorer.VocabParallelScorer` has a
 state dict per rank: the replicated entries, and this rank's rows of the split parameters plus the
 partition they came from (in the layer's ``_extra_state``, so a shard refuses to load into another
 layout). :func:`gather_state_dict` assembles the one-process state dict -- what an ordinary
@@ -15,18 +15,18 @@ from typing import Optional
 from torch import Tensor, nn
 
 from bigvocab.distributed.groups import gather_uneven
-from bigvocab.distributed.layer import SHARDED_PARAMETERS, VocabParallelRows
+from bigvocab.distributed.scorer import VocabParallelScorer
 from bigvocab.errors import CheckpointError
 
 EXTRA_STATE = "_extra_state"
 
 
-def _sharded_layers(module: nn.Module) -> list[tuple[str, VocabParallelRows]]:
-    """(state-dict prefix, layer) of every vocabulary-parallel layer inside ``module``."""
+def _sharded_scorers(module: nn.Module) -> list[tuple[str, VocabParallelScorer]]:
+    """(state-dict prefix, scorer) of every vocabulary-parallel scorer inside ``module``."""
     return [
         (f"{name}." if name else "", sub)
         for name, sub in module.named_modules()
-        if isinstance(sub, VocabParallelRows)
+        if isinstance(sub, VocabParallelScorer)
     ]
 
 
@@ -35,11 +35,11 @@ def gather_state_dict(module: nn.Module, *, dst: Optional[int] = 0) -> Optional[
     other ranks), or on every rank with ``dst=None``. Every rank must call it (it communicates)."""
     state = module.state_dict()
     complete = True
-    for prefix, layer in _sharded_layers(module):
-        for name in SHARDED_PARAMETERS:
+    for prefix, scorer in _sharded_scorers(module):
+        for name in scorer.sharded_parameters:
             key = prefix + name
             if key in state:
-                full = gather_uneven(state[key], layer.shard, dim=0, dst=dst)
+                full = gather_uneven(state[key], scorer.shard, dim=0, dst=dst)
                 complete = complete and full is not None
                 state[key] = full
         state.pop(prefix + EXTRA_STATE, None)
@@ -50,18 +50,18 @@ def shard_state_dict(module: nn.Module, full_state: dict[str, Tensor]) -> dict[s
     """This rank's state dict for ``module`` cut from a one-process ``full_state``; load it with
     ``module.load_state_dict``. Needs no communication: every rank reads the same full state."""
     state = dict(full_state)
-    for prefix, layer in _sharded_layers(module):
-        shard = layer.shard
-        for name in SHARDED_PARAMETERS:
+    for prefix, scorer in _sharded_scorers(module):
+        shard = scorer.shard
+        for name in scorer.sharded_parameters:
             key = prefix + name
             if key not in state:
                 continue
             rows = state[key]
             if rows.shape[0] != shard.partition.num_classes:
                 raise CheckpointError(
-                    f"{key} has {rows.shape[0]} rows but the vocabulary-parallel layer has "
+                    f"{key} has {rows.shape[0]} rows but the vocabulary-parallel scorer has "
                     f"{shard.partition.num_classes} classes"
                 )
             state[key] = rows[shard.start : shard.stop].clone()
-        state[prefix + EXTRA_STATE] = layer.get_extra_state()
+        state[prefix + EXTRA_STATE] = scorer.get_extra_state()
     return state
