@@ -9,16 +9,18 @@ before its inputs have been checked.
 from __future__ import annotations
 
 import argparse
-import json
+import contextlib
 import math
-import os
+import signal
 import sys
-import tempfile
+import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from bigvocab.errors import BigvocabError, ConfigError, DataError
+from bigvocab.errors import BigvocabError, ConfigError, DataError, TrainingInterrupted
+from bigvocab.files import write_json
 
 EXIT_ERROR = 2
 
@@ -320,16 +322,18 @@ def _resume_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
     import bigvocab.models  # noqa: F401  (registers the models)
-    from bigvocab.checkpoint import atomic_write_text, build_from_meta, load_checkpoint
+    from bigvocab.checkpoint import build_from_meta, load_checkpoint
     from bigvocab.data.corpora import load_corpus
     from bigvocab.data.vocab import Vocab
     from bigvocab.registry import MODELS
-    from bigvocab.train import Trainer, check_out_dir
+    from bigvocab.train import CLI_SPELLING, RunLock, Trainer, check_out_dir
 
     out = Path(args.out)
-    check_out_dir(out, resume=args.resume, overwrite=args.overwrite)
+    check_out_dir(out, resume=args.resume, overwrite=args.overwrite, spelling=CLI_SPELLING)
     progress = not args.no_progress
+    lock = contextlib.ExitStack()  # the run directory's lock, from before its files are read or written
     if args.resume:
+        lock.enter_context(RunLock(out, CLI_SPELLING))
         overrides = _resume_overrides(args)
         meta = load_checkpoint(out / "last.pt").get("meta") or {}
         if "corpus" not in meta:
@@ -361,12 +365,24 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
             meta["output_kwargs"]["tree"] = _clustered_tree(args, corpus.vocab).to_dict()
             meta["tree_vectors"] = str(args.tree_vectors)
         model, _ = build_from_meta(meta)
+        lock.enter_context(RunLock(out, CLI_SPELLING))
+        # again under the lock: another run may have finished in DIR while the corpus was read
+        check_out_dir(out, overwrite=args.overwrite, spelling=CLI_SPELLING)
         trainer = Trainer(model, corpus.train, _valid_ids(args, corpus), config, out_dir=out, meta=meta,
                           overwrite=args.overwrite)
-    start = time.perf_counter()
-    result = trainer.fit()
-    summary = _summarise(trainer, corpus, result, out, time.perf_counter() - start, args.skip_perplexity)
-    atomic_write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+    with lock:
+        start = time.perf_counter()
+        try:
+            result = trainer.fit()
+        except KeyboardInterrupt as error:  # a second signal while the first one's save was under way
+            raise type(error)("stopped at once (a second signal does not wait for the save); "
+                              f"{str(out / 'last.pt')!r} holds the last checkpoint finished before it, if any") from None
+        try:
+            summary = _summarise(trainer, corpus, result, time.perf_counter() - start, args.skip_perplexity)
+        except KeyboardInterrupt as error:
+            raise type(error)(f"interrupted during the test evaluation; the trained run is saved in {str(out)!r} "
+                              "('bigvocab eval --checkpoint' gives its test perplexity)") from None
+        write_json(out / "summary.json", summary)
     print(_summary_line(summary))
     return 0
 
@@ -404,16 +420,19 @@ def _apply_word2vec_defaults(args: argparse.Namespace) -> dict[str, Any]:
     return dict(WORD2VEC_OUTPUT_DEFAULTS.get(args.output, {}))
 
 
-def _summarise(trainer, corpus, result: dict, out: Path, seconds: float, skip_perplexity: bool) -> dict[str, Any]:
-    """Exact test perplexity of the best checkpoint (the last one when no epoch was validated)."""
-    from bigvocab.checkpoint import find_best_or_last, load_checkpoint
+def _summarise(trainer, corpus, result: dict, seconds: float, skip_perplexity: bool) -> dict[str, Any]:
+    """Exact test perplexity of the best checkpoint this run wrote (the last one when no epoch was validated)."""
+    from bigvocab.checkpoint import load_checkpoint
     from bigvocab.evaluate.perplexity import perplexity
 
     model = trainer.model
-    chosen = find_best_or_last(out)
+    chosen = result["best_path"] or result["last_path"]
     model.load_state_dict(load_checkpoint(chosen)["model"])
     has_output = getattr(model, "output", None) is not None
     test_ppl = perplexity(model, corpus.test, trainer.config.batch_size) if has_output and not skip_perplexity else None
+    if test_ppl is not None and not math.isfinite(test_ppl):
+        warnings.warn(f"test perplexity is {test_ppl}: the model gives some test word probability 0 (it diverged; "
+                      "try a lower --lr); summary.json records null")
     floor = corpus.floor_perplexity
     return {
         "model": trainer.meta.get("model"),
@@ -444,7 +463,7 @@ def _summary_line(summary: dict[str, Any]) -> str:
         quality = f"no perplexity ({why})"
     else:
         quality = f"test ppl {summary['test_ppl']:.2f}"
-        if summary["floor_ppl"]:
+        if summary["floor_ppl"] and math.isfinite(summary["test_ppl"]):
             quality += f" (floor {summary['floor_ppl']:.2f}, x{summary['test_ppl_over_floor']:.3f})"
     best = summary["best_valid_ppl"]
     valid = f"best valid ppl {best:.2f} at epoch {summary['best_epoch']}" if best is not None else "not validated"
@@ -514,15 +533,7 @@ def run_export(args: argparse.Namespace, extra: Sequence[str]) -> int:
         raise ConfigError(f"{str(out)!r} exists; pass --overwrite to replace it")
     model, vocab, _ = load_model(args.checkpoint)
     vectors = WordVectors(vocab.words, model.word_vectors())
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    os.close(fd)
-    try:
-        vectors.save_word2vec_format(tmp, binary=args.binary)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    vectors.save_word2vec_format(out, binary=args.binary)
     kind = "binary" if args.binary else "text"
     print(f"wrote {len(vectors):,} vectors of dimension {vectors.dim} to {out} ({kind} word2vec format)")
     return 0
@@ -543,25 +554,59 @@ def run_bench_command(args: argparse.Namespace, extra: Sequence[str]) -> int:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command in ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    with warnings.catch_warnings(), _sigterm_interrupts():
+        warnings.showwarning = _show_warning
+        try:
+            parser = build_parser()
+            args, extra = parser.parse_known_args(argv)
+            if extra and args.command != "bench":
+                parser.error(f"unrecognized arguments: {' '.join(extra)}")
+            return args.handler(args, extra)
+        except SystemExit as done:  # --help, --version
+            return done.code if isinstance(done.code, int) else 0
+        except TrainingInterrupted as stopped:
+            out = stopped.checkpoint.parent
+            name = signal.Signals(stopped.signal_number).name
+            return _fail(f"{name} received: the run stopped after step {stopped.step:,} and saved "
+                         f"{str(stopped.checkpoint)!r}; continue it with 'bigvocab train --out {out} --resume'",
+                         128 + stopped.signal_number)
+        except (UsageError, BigvocabError) as error:
+            return _fail(str(error))
+        except OSError as error:  # a missing file, permissions, a directory where a file should be
+            return _fail(f"{str(error.filename)!r}: {error.strerror or error}" if error.filename else str(error))
+        except KeyboardInterrupt as error:
+            number = signal.SIGTERM if isinstance(error, _Terminated) else signal.SIGINT
+            return _fail(str(error) or f"{number.name} received: stopped; nothing was written", 128 + number)
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, turned into an exception so that it ends a command like Ctrl-C does."""
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts():
+    """SIGTERM raises :class:`_Terminated` (in the main thread; a Trainer saves on it instead)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(number: int, frame: object) -> None:
+        raise _Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminate)
     try:
-        parser = build_parser()
-        args, extra = parser.parse_known_args(argv)
-        if extra and args.command != "bench":
-            parser.error(f"unrecognized arguments: {' '.join(extra)}")
-        return args.handler(args, extra)
-    except SystemExit as done:  # --help
-        return done.code if isinstance(done.code, int) else 0
-    except (UsageError, BigvocabError) as error:
-        return _fail(str(error))
-    except OSError as error:  # a missing file, permissions, a directory where a file should be, a full disk
-        return _fail(f"{error.strerror or error}: {error.filename}" if error.filename else str(error))
-    except KeyboardInterrupt:
-        return _fail("interrupted (a training run can continue with --resume from its last checkpoint)")
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
-def _fail(message: str) -> int:
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"bigvocab: warning: {' '.join(str(message).split())}", file=sys.stderr)
+
+
+def _fail(message: str, status: int = EXIT_ERROR) -> int:
     print(f"bigvocab: error: {' '.join(message.split())}", file=sys.stderr)
-    return EXIT_ERROR
+    return status
 
 
 if __name__ == "__main__":

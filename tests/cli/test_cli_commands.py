@@ -26,10 +26,10 @@ def run_ok(capsys, argv):
     return out
 
 
-def run_error(capsys, argv, match: str) -> str:
+def run_error(capsys, argv, match: str, status: int = 2) -> str:
     code = main(argv)
     out, err = capsys.readouterr()
-    assert code == 2
+    assert code == status
     assert err.startswith("bigvocab: error: ") and err.count("\n") == 1, err
     assert "Traceback" not in err
     assert match in err, err
@@ -215,7 +215,8 @@ def test_interrupt_is_one_line(capsys, tmp_path, monkeypatch):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(Trainer, "fit", interrupted)
-    run_error(capsys, ["train", *TINY_NNLM, "--corpus", SPEC, "--out", str(tmp_path / "x")], "interrupted")
+    run_error(capsys, ["train", *TINY_NNLM, "--corpus", SPEC, "--out", str(tmp_path / "x")], "stopped at once",
+              status=130)
 
 
 def test_summary_perplexities_are_finite(nnlm_run):

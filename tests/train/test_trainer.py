@@ -12,7 +12,7 @@ from bigram_stub import BigramStub
 
 from bigvocab.checkpoint import load_checkpoint
 from bigvocab.errors import ConfigError, DataError, NonFiniteError
-from bigvocab.train import OPTIMIZERS, LRSchedule, Trainer, TrainConfig, build_optimizers, clip_grad_norm
+from bigvocab.train import OPTIMIZERS, Trainer, TrainConfig, build_optimizers, clip_grad_norm, make_schedule
 
 QUIET = dict(progress=False, batch_size=32)
 
@@ -136,7 +136,7 @@ def test_clip_grad_norm_coalesces_sparse_gradients():
 
 # ------------------------------------------------------------------------------ schedules
 def test_linear_schedule_goes_from_lr_to_min_lr():
-    schedule = LRSchedule("linear", 0.1, decay=0.5, min_lr=0.001, total_steps=100)
+    schedule = make_schedule("linear", 0.1, decay=0.5, min_lr=0.001, total_steps=100)
     assert schedule.at_step(0) == pytest.approx(0.1)
     assert schedule.at_step(50) == pytest.approx(0.0505)
     assert schedule.at_step(100) == pytest.approx(0.001)
@@ -145,13 +145,13 @@ def test_linear_schedule_goes_from_lr_to_min_lr():
 
 
 def test_exponential_and_plateau_schedules():
-    exponential = LRSchedule("exponential", 0.1, decay=0.5, min_lr=0.02)
+    exponential = make_schedule("exponential", 0.1, decay=0.5, min_lr=0.02)
     assert [exponential.end_of_epoch(True) for _ in range(3)] == pytest.approx([0.05, 0.025, 0.02])
-    plateau = LRSchedule("plateau", 0.1, decay=0.5, min_lr=0.0)
+    plateau = make_schedule("plateau", 0.1, decay=0.5, min_lr=0.0)
     assert [plateau.end_of_epoch(improved) for improved in (True, False, True, False)] == pytest.approx(
         [0.1, 0.05, 0.05, 0.025]
     )
-    assert LRSchedule("none", 0.1, decay=0.5, min_lr=0.0).end_of_epoch(False) == 0.1
+    assert make_schedule("none", 0.1, decay=0.5, min_lr=0.0).end_of_epoch(False) == 0.1
 
 
 def test_linear_schedule_in_a_run_ends_at_min_lr(make_model, corpus, tmp_path):
