@@ -31,6 +31,7 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from bigvocab.checkpoint import load_checkpoint, save_checkpoint
+from bigvocab.distributed.training import DistributedTraining
 from bigvocab.errors import CheckpointError, ConfigError, DataError, NonFiniteError, TrainingInterrupted
 from bigvocab.evaluate.perplexity import batch_to, perplexity
 from bigvocab.files import append_json_line, atomic_write_text, remove_stale_temporaries, strict_json
@@ -90,6 +91,8 @@ class Trainer:
             keeps nothing on disk.
         meta: stored verbatim in every checkpoint (the CLI puts the model description there).
         overwrite: replace a run already in ``out_dir`` (otherwise that is refused).
+        distributed: this process's part in a data- or vocabulary-parallel run
+            (:class:`bigvocab.distributed.training.DistributedTraining`), or None.
 
     A run resumed with :meth:`resume` follows the uninterrupted run bit for bit (same device and
     thread count) from any epoch boundary, and from any step for models whose batches carry no
@@ -107,8 +110,11 @@ class Trainer:
         meta: Optional[dict[str, Any]] = None,
         *,
         overwrite: bool = False,
+        distributed: Optional[DistributedTraining] = None,
     ) -> None:
         self.config = config if config is not None else TrainConfig()
+        self.distributed = distributed
+        self._writes = distributed is None or distributed.writes  # rank 0 alone writes files and progress
         self.device = resolve_device(self.config.device)
         self.train_ids = _check_ids("train_ids", train_ids, required=True)
         self.valid_ids = _check_ids("valid_ids", valid_ids, required=False)
@@ -123,10 +129,15 @@ class Trainer:
             )
         self.out_dir = Path(out_dir) if out_dir is not None else None
         self.overwrite = overwrite
-        if self.out_dir is not None:
+        if self.out_dir is not None and self._writes:
             check_out_dir(self.out_dir, overwrite=overwrite)
         self.meta = dict(meta or {})
         self.model = model.to(self.device)
+        if distributed is not None:
+            if distributed.vocab_parallel and self.config.clip_norm is not None:
+                raise ConfigError("clip_norm is not supported with a vocabulary-parallel output layer (its gradient "
+                                  "norm spans the ranks); train without clip_norm")
+            distributed.prepare(self.model)
         self.optimizers, self._dense_params = build_optimizers(self.model, self.config)
         declared = getattr(self.model, "sparse_params", lambda: [])()
         self._undeclared = {id(p) for p in self._dense_params} - {id(p) for p in declared}
@@ -161,6 +172,8 @@ class Trainer:
         model: nn.Module,
         train_ids: Tensor,
         valid_ids: Optional[Tensor] = None,
+        *,
+        distributed: Optional[DistributedTraining] = None,
         **overrides: Any,
     ) -> "Trainer":
         """Continue the run in ``out_dir`` from its ``last.pt``, exactly where it stopped.
@@ -179,7 +192,7 @@ class Trainer:
             config = TrainConfig.from_dict({**checkpoint["config"], **overrides})
         except KeyError:
             raise CheckpointError(f"{str(Path(out_dir) / 'last.pt')!r} holds no training state") from None
-        trainer = cls(model, train_ids, valid_ids, config, meta=checkpoint.get("meta"))
+        trainer = cls(model, train_ids, valid_ids, config, meta=checkpoint.get("meta"), distributed=distributed)
         trainer.out_dir = Path(out_dir)
         trainer._load_state(checkpoint)
         stat = (Path(out_dir) / "last.pt").stat()
@@ -189,12 +202,17 @@ class Trainer:
     def _load_state(self, checkpoint: dict[str, Any]) -> None:
         path = self.out_dir / "last.pt"
         try:
-            self.model.load_state_dict(checkpoint["model"])
             states = checkpoint["optimizers"]
             if len(states) != len(self.optimizers):
                 raise ValueError(f"{len(states)} optimiser states for {len(self.optimizers)} optimisers")
-            for optimizer, state in zip(self.optimizers, states):
-                optimizer.load_state_dict(state)
+            if self.distributed is None:
+                self.model.load_state_dict(checkpoint["model"])
+                for optimizer, state in zip(self.optimizers, states):
+                    optimizer.load_state_dict(state)
+            else:  # checkpoints hold the one-process state; each rank takes its part
+                self.distributed.load_model_state(self.model, checkpoint["model"])
+                for optimizer, state in zip(self.optimizers, states):
+                    self.distributed.load_optimizer_state(optimizer, self.model, state)
             position, trainer = checkpoint["position"], checkpoint["trainer"]
             self.epoch, self.step_in_epoch = position["epoch"], position["step_in_epoch"]
             self.step, self.tokens = position["step"], position["tokens"]
@@ -211,17 +229,18 @@ class Trainer:
         except (KeyError, ValueError, RuntimeError) as error:
             first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             raise CheckpointError(f"cannot resume from {str(path)!r}: {first}") from None
-        self._truncate_metrics()
+        if self._writes:
+            self._truncate_metrics()
         self._started = True
 
     # ------------------------------------------------------------------ public
     def fit(self) -> dict[str, Any]:
         """Train until ``epochs``, ``max_steps`` or early stopping; returns :meth:`result`."""
-        lock = RunLock(self.out_dir) if self.out_dir is not None else contextlib.nullcontext()
+        lock = RunLock(self.out_dir) if self.out_dir is not None and self._writes else contextlib.nullcontext()
         with lock, self._saving_on_signals():
             if not self._started:
                 self._start()
-            elif self._resumed_file is not None:
+            elif self._resumed_file is not None and self._writes:
                 self._claim_resumed_run()
             self._clock = time.perf_counter() - self.elapsed
             config = self.config
@@ -292,7 +311,7 @@ class Trainer:
         if self.config.lr_schedule == "linear":
             self.steps_per_epoch = self._count_steps()
         self.schedule = self._make_schedule()
-        if self.out_dir is not None:
+        if self.out_dir is not None and self._writes:
             # checked again under the lock: another run may have finished here since __init__
             present = check_out_dir(self.out_dir, overwrite=self.overwrite)
             if self.overwrite or not holds_run(present):  # replacing a run, or the leftovers of a failed start
@@ -329,8 +348,7 @@ class Trainer:
 
     def _count_steps(self) -> int:
         """Batches in one training pass (the first epoch's, replayed with its own generator)."""
-        batches = self.model.batches(self.train_ids, self.config.batch_size, train=True,
-                                     generator=epoch_generator(self.config.seed, 0))
+        batches = self._batches(0)
         count = sum(1 for _ in batches)
         if count == 0:
             raise DataError(self._no_batches_message())
@@ -346,8 +364,7 @@ class Trainer:
     def _train_epoch(self) -> bool:
         """Run (the rest of) one epoch; False when ``max_steps`` stopped it part-way."""
         config = self.config
-        batches = iter(self.model.batches(self.train_ids, config.batch_size, train=True,
-                                          generator=epoch_generator(config.seed, self.epoch)))
+        batches = self._batches(self.epoch)
         # A resumed epoch replays its shuffle up to where the checkpoint was taken; the global
         # RNG states are restored only afterwards, in case producing batches draws from them.
         for _ in itertools.islice(batches, self.step_in_epoch):
@@ -357,7 +374,7 @@ class Trainer:
             self._resumed_rng = None
         self.model.train()
         bar = tqdm(total=self.steps_per_epoch, initial=self.step_in_epoch, unit="batch", leave=False,
-                   desc=f"epoch {self.epoch + 1}/{config.epochs}", disable=not config.progress,
+                   desc=f"epoch {self.epoch + 1}/{config.epochs}", disable=not (config.progress and self._writes),
                    file=sys.stderr, dynamic_ncols=True, mininterval=0.5)
         window = {"loss": 0.0, "targets": 0, "time": time.perf_counter()}
         started, tokens_before = window["time"], self.tokens
@@ -386,6 +403,12 @@ class Trainer:
             raise DataError(self._no_batches_message())
         return True
 
+    def _batches(self, epoch: int) -> Iterator[dict[str, Any]]:
+        """The batches of ``epoch`` this process steps on (every P-th when data parallel)."""
+        batches = iter(self.model.batches(self.train_ids, self.config.batch_size, train=True,
+                                          generator=epoch_generator(self.config.seed, epoch)))
+        return self.distributed.batches(batches) if self.distributed is not None else batches
+
     def _train_step(self, batch: dict[str, Any]) -> tuple[float, int]:
         batch = batch_to(batch, self.device)
         targets = int(batch["target"].numel())
@@ -396,9 +419,14 @@ class Trainer:
             optimizer.zero_grad(set_to_none=True)
         loss = self.model.loss(batch)
         value = float(loss.detach())
+        if self.distributed is not None:  # every rank sees the same value, so all stop together
+            value = self.distributed.mean(value, self.device)
+            targets = self.distributed.targets_per_step(targets)
         if not math.isfinite(value):
             raise self._non_finite("loss", batch)
         loss.backward()
+        if self.distributed is not None:
+            self.distributed.reduce_gradients(self.model)
         self._densify()
         if self.config.clip_norm is not None:
             norm = clip_grad_norm(self.model.parameters(), self.config.clip_norm)
@@ -461,7 +489,7 @@ class Trainer:
                    "loss": epoch_loss, "lr": lr, "next_lr": next_lr, "tokens_per_s": self._tokens_per_s,
                    "valid_ppl": valid_ppl,
                    "best_valid_ppl": self.best_ppl, "elapsed": self.elapsed})
-        if config.progress:
+        if config.progress and self._writes:
             shown = f"{valid_ppl:.2f}" if valid_ppl is not None else "n/a"
             tqdm.write(f"epoch {self.epoch}: train loss {epoch_loss:.4f}, valid ppl {shown}, lr {lr:.3g}",
                        file=sys.stderr)
@@ -497,7 +525,7 @@ class Trainer:
                           "or clip_norm usually helps", DivergenceWarning, stacklevel=4)
 
     def _log(self, event: dict[str, Any]) -> None:
-        if self.out_dir is not None:
+        if self.out_dir is not None and self._writes:
             append_json_line(self.out_dir / "metrics.jsonl", event)
 
     def _truncate_metrics(self) -> None:
@@ -524,9 +552,21 @@ class Trainer:
         if self.out_dir is None:
             return
         self.elapsed = time.perf_counter() - self._clock
+        if self.distributed is None:
+            model_state = self.model.state_dict()
+            optimizer_states = [optimizer.state_dict() for optimizer in self.optimizers]
+        else:  # every rank takes part in gathering the one-process state; rank 0 writes it
+            model_state = self.distributed.model_state(self.model)
+            optimizer_states = [self.distributed.optimizer_state(optimizer, self.model) for optimizer in self.optimizers]
+        if self._writes:
+            self._write_checkpoint(name, model_state, optimizer_states)
+        if self.distributed is not None:  # no rank goes on (to read it, to resume) before the file exists
+            self.distributed.barrier()
+
+    def _write_checkpoint(self, name: str, model_state: dict[str, Any], optimizer_states: list[dict[str, Any]]) -> None:
         save_checkpoint(self.out_dir / name, {
-            "model": self.model.state_dict(),
-            "optimizers": [optimizer.state_dict() for optimizer in self.optimizers],
+            "model": model_state,
+            "optimizers": optimizer_states,
             "schedule": self.schedule.state_dict(),
             "rng": get_rng_state(),
             "position": {"epoch": self.epoch, "step_in_epoch": self.step_in_epoch, "step": self.step,

@@ -1,0 +1,125 @@
+"""One rank's part in a distributed training run: what the trainer asks of it at each step.
+
+Two layouts, both under ``torchrun`` (or any launcher that sets ``RANK``/``WORLD_SIZE``):
+
+* **data parallel** (the default): every rank holds the whole model and steps on every P-th batch;
+  gradients (dense and sparse) are averaged over the ranks after ``backward``
+  (:func:`~bigvocab.distributed.data_parallel.average_gradients`), so P ranks with batches of N
+  step as one process with batches of P N.
+* **vocabulary parallel** (``vocab_parallel=True``): every rank sees every batch, the encoder is
+  replicated and the output layer's rows are split (:func:`~bigvocab.distributed.scorer.vocab_parallel`);
+  the collectives are inside the layer, so the step needs nothing more.
+
+In both, every rank is seeded alike, rank 0 alone writes files (checkpoints, metrics, progress),
+and checkpoints hold the one-process state (model and optimiser), so ``bigvocab eval`` reads them
+in one ordinary process and a run can resume under any number of ranks.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator, Optional, TypeVar
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from bigvocab.distributed.checkpoint import (
+    gather_optimizer_state,
+    gather_state_dict,
+    shard_optimizer_state,
+    shard_state_dict,
+)
+from bigvocab.distributed.data_parallel import average_gradients, broadcast_module, shard_batches
+from bigvocab.distributed.scorer import vocab_parallel
+from bigvocab.errors import ConfigError
+
+T = TypeVar("T")
+
+
+@dataclass
+class DistributedTraining:
+    """This rank of ``group`` in a data-parallel or vocabulary-parallel run."""
+
+    group: Any
+    vocab_parallel: bool = False
+
+    @classmethod
+    def from_environment(cls, *, vocab_parallel: bool, device: torch.device) -> Optional["DistributedTraining"]:
+        """Join the run that ``torchrun`` describes in the environment (NCCL on CUDA, gloo on CPU);
+        None in an ordinary process, where ``vocab_parallel`` is refused."""
+        if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+            if vocab_parallel:
+                raise ConfigError(
+                    "--vocab-parallel splits the output layer over the processes of a torchrun launch "
+                    "(e.g. torchrun --standalone --nproc_per_node 2 -m bigvocab.cli train ...); this is one process"
+                )
+            return None
+        if not dist.is_initialized():
+            dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+        return cls(dist.group.WORLD, vocab_parallel=vocab_parallel)
+
+    @property
+    def rank(self) -> int:
+        return dist.get_rank(self.group)
+
+    @property
+    def world_size(self) -> int:
+        return dist.get_world_size(self.group)
+
+    @property
+    def writes(self) -> bool:
+        """Rank 0 writes the run's files and shows its progress."""
+        return self.rank == 0
+
+    def prepare(self, model: nn.Module) -> nn.Module:
+        """Start every rank from rank 0's weights, then (vocabulary parallel) keep this rank's rows
+        of the output layer; before the optimisers are built."""
+        output = getattr(model, "output", None)
+        if self.vocab_parallel and output is None:
+            raise ConfigError(f"{type(model).__name__} has no output layer to split over the vocabulary")
+        broadcast_module(model, self.group)
+        if self.vocab_parallel:
+            vocab_parallel(output, self.group)
+        return model
+
+    def batches(self, batches: Iterable[T]) -> Iterator[T]:
+        """This rank's batches: all of them (vocabulary parallel) or every P-th (data parallel)."""
+        if self.vocab_parallel:
+            return iter(batches)
+        return shard_batches(batches, self.rank, self.world_size)
+
+    def reduce_gradients(self, model: nn.Module) -> None:
+        if not self.vocab_parallel:
+            average_gradients(model.parameters(), self.group)
+
+    def mean(self, value: float, device: torch.device) -> float:
+        """The mean over ranks of a per-rank number (data parallel: the losses of their batches)."""
+        if self.vocab_parallel:
+            return value
+        total = torch.tensor([value], dtype=torch.float64, device=device)
+        dist.all_reduce(total, group=self.group)
+        return float(total) / self.world_size
+
+    def targets_per_step(self, local: int) -> int:
+        return local if self.vocab_parallel else local * self.world_size
+
+    def barrier(self) -> None:
+        dist.barrier(group=self.group)
+
+    def model_state(self, model: nn.Module) -> Optional[dict[str, Any]]:
+        """The one-process state dict, on the writing rank (None elsewhere); every rank calls it."""
+        if self.vocab_parallel:
+            return gather_state_dict(model, dst=0)
+        return model.state_dict() if self.writes else None
+
+    def optimizer_state(self, optimizer: torch.optim.Optimizer, model: nn.Module) -> Optional[dict[str, Any]]:
+        if self.vocab_parallel:
+            return gather_optimizer_state(optimizer, model, dst=0)
+        return optimizer.state_dict() if self.writes else None
+
+    def load_model_state(self, model: nn.Module, state: dict[str, Any]) -> None:
+        model.load_state_dict(shard_state_dict(model, state) if self.vocab_parallel else state)
+
+    def load_optimizer_state(self, optimizer: torch.optim.Optimizer, model: nn.Module, state: dict[str, Any]) -> None:
+        optimizer.load_state_dict(shard_optimizer_state(optimizer, model, state) if self.vocab_parallel else state)

@@ -1,0 +1,43 @@
+"""``Trainer`` under gloo on 2 processes, data parallel and vocabulary parallel, stopped and
+resumed: per-step losses, tokens and the final one-process checkpoint match one ordinary process
+(data parallel: with the P-times larger batch)."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from bigvocab.distributed.training import DistributedTraining
+from bigvocab.errors import ConfigError
+from distributed_harness import run_ranks
+from training_checks import all_checks
+
+pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo")
+
+_cache: dict[str, dict] = {}
+
+
+@pytest.fixture
+def root(tmp_path_factory) -> dict:
+    if "results" not in _cache:
+        out = tmp_path_factory.mktemp("trainer")
+        _cache["results"] = run_ranks(2, all_checks, out / "spawn", runs=str(out))[0]
+    return _cache["results"]
+
+
+@pytest.mark.parametrize("run", ["data_sampled", "vocab_full", "vocab_sampled"])
+def test_distributed_trainer_matches_one_process(root, run):
+    assert root[f"{run}/num_losses"] == 4
+    assert root[f"{run}/losses"] <= 1e-10
+    assert root[f"{run}/same_keys"]  # the checkpoint is a one-process state dict
+    assert root[f"{run}/weights"] <= 1e-10
+    tokens, reference_tokens = root[f"{run}/tokens"]
+    assert tokens == reference_tokens
+    assert not root[f"{run}/stray_files"]
+
+
+def test_vocab_parallel_in_one_process_is_refused(monkeypatch):
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    with pytest.raises(ConfigError, match="--vocab-parallel splits the output layer over the processes of a torchrun"):
+        DistributedTraining.from_environment(vocab_parallel=True, device=torch.device("cpu"))
+    assert DistributedTraining.from_environment(vocab_parallel=False, device=torch.device("cpu")) is None
