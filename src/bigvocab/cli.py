@@ -231,6 +231,9 @@ def build_parser() -> Parser:
     group.add_argument("--max-steps", type=positive_int, metavar="N", help="stop after N optimiser steps")
     group.add_argument("--checkpoint-every", type=positive_int, metavar="N", help="also save last.pt every N steps")
     group.add_argument("--no-progress", action="store_true", help="no progress bar")
+    group.add_argument("--vocab-parallel", action="store_true",
+                       help="under torchrun: split the output layer's rows over the processes, each seeing every "
+                            "batch (without it, torchrun trains data parallel: each process on its share of batches)")
     group.add_argument("--skip-perplexity", action="store_true",
                        help="no validation or test perplexity (for word vectors: exact evaluation of neg over the "
                             "whole vocabulary can cost more than training); no best.pt, no early stopping")
@@ -325,22 +328,30 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
     from bigvocab.checkpoint import build_from_meta, load_checkpoint
     from bigvocab.data.corpora import load_corpus
     from bigvocab.data.vocab import Vocab
+    from bigvocab.distributed.training import DistributedTraining
     from bigvocab.registry import MODELS
-    from bigvocab.train import CLI_SPELLING, RunLock, Trainer, check_out_dir
+    from bigvocab.train import CLI_SPELLING, RunLock, Trainer, check_out_dir, resolve_device
 
     out = Path(args.out)
+    distributed = DistributedTraining.from_environment(
+        vocab_parallel=args.vocab_parallel, device=resolve_device(args.device or "cpu")
+    )
+    writes = distributed is None or distributed.writes  # under torchrun, rank 0 alone writes and prints
     check_out_dir(out, resume=args.resume, overwrite=args.overwrite, spelling=CLI_SPELLING)
-    progress = not args.no_progress
+    if distributed is not None:  # every rank has checked DIR before rank 0 locks and writes it
+        distributed.barrier()
+    progress = not args.no_progress and writes
     lock = contextlib.ExitStack()  # the run directory's lock, from before its files are read or written
     if args.resume:
-        lock.enter_context(RunLock(out, CLI_SPELLING))
+        if writes:
+            lock.enter_context(RunLock(out, CLI_SPELLING))
         overrides = _resume_overrides(args)
         meta = load_checkpoint(out / "last.pt").get("meta") or {}
         if "corpus" not in meta:
             raise ConfigError(f"{str(out / 'last.pt')!r} was not written by 'bigvocab train'; it cannot be resumed here")
         corpus = load_corpus(meta["corpus"], vocab=Vocab.from_dict(meta["vocab"]), progress=progress)
         model, _ = build_from_meta(meta)
-        trainer = Trainer.resume(out, model, corpus.train, _valid_ids(args, corpus), **overrides)
+        trainer = Trainer.resume(out, model, corpus.train, _valid_ids(args, corpus), distributed=distributed, **overrides)
     else:
         if not args.model:
             raise ConfigError("--model is required (one of: " + ", ".join(MODELS.names()) + ")")
@@ -365,11 +376,12 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
             meta["output_kwargs"]["tree"] = _clustered_tree(args, corpus.vocab).to_dict()
             meta["tree_vectors"] = str(args.tree_vectors)
         model, _ = build_from_meta(meta)
-        lock.enter_context(RunLock(out, CLI_SPELLING))
-        # again under the lock: another run may have finished in DIR while the corpus was read
-        check_out_dir(out, overwrite=args.overwrite, spelling=CLI_SPELLING)
+        if writes:
+            lock.enter_context(RunLock(out, CLI_SPELLING))
+            # again under the lock: another run may have finished in DIR while the corpus was read
+            check_out_dir(out, overwrite=args.overwrite, spelling=CLI_SPELLING)
         trainer = Trainer(model, corpus.train, _valid_ids(args, corpus), config, out_dir=out, meta=meta,
-                          overwrite=args.overwrite)
+                          overwrite=args.overwrite, distributed=distributed)
     with lock:
         start = time.perf_counter()
         try:
@@ -382,8 +394,10 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
         except KeyboardInterrupt as error:
             raise type(error)(f"interrupted during the test evaluation; the trained run is saved in {str(out)!r} "
                               "('bigvocab eval --checkpoint' gives its test perplexity)") from None
-        write_json(out / "summary.json", summary)
-    print(_summary_line(summary))
+        if writes:
+            write_json(out / "summary.json", summary)
+    if writes:
+        print(_summary_line(summary))
     return 0
 
 
@@ -427,7 +441,7 @@ def _summarise(trainer, corpus, result: dict, seconds: float, skip_perplexity: b
 
     model = trainer.model
     chosen = result["best_path"] or result["last_path"]
-    model.load_state_dict(load_checkpoint(chosen)["model"])
+    trainer.load_model_state(load_checkpoint(chosen)["model"])
     has_output = getattr(model, "output", None) is not None
     test_ppl = perplexity(model, corpus.test, trainer.config.batch_size) if has_output and not skip_perplexity else None
     if test_ppl is not None and not math.isfinite(test_ppl):

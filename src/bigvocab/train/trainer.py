@@ -205,13 +205,11 @@ class Trainer:
             states = checkpoint["optimizers"]
             if len(states) != len(self.optimizers):
                 raise ValueError(f"{len(states)} optimiser states for {len(self.optimizers)} optimisers")
-            if self.distributed is None:
-                self.model.load_state_dict(checkpoint["model"])
-                for optimizer, state in zip(self.optimizers, states):
+            self.load_model_state(checkpoint["model"])
+            for optimizer, state in zip(self.optimizers, states):
+                if self.distributed is None:
                     optimizer.load_state_dict(state)
-            else:  # checkpoints hold the one-process state; each rank takes its part
-                self.distributed.load_model_state(self.model, checkpoint["model"])
-                for optimizer, state in zip(self.optimizers, states):
+                else:
                     self.distributed.load_optimizer_state(optimizer, self.model, state)
             position, trainer = checkpoint["position"], checkpoint["trainer"]
             self.epoch, self.step_in_epoch = position["epoch"], position["step_in_epoch"]
@@ -249,6 +247,13 @@ class Trainer:
                     self._finish_epoch()
                 self._stop_if_signalled()
         return self.result()
+
+    def load_model_state(self, state: dict[str, Any]) -> None:
+        """Load a checkpoint's (one-process) model state; a distributed rank takes its part."""
+        if self.distributed is None:
+            self.model.load_state_dict(state)
+        else:
+            self.distributed.load_model_state(self.model, state)
 
     def evaluate(self, ids: Tensor) -> float:
         """Exact perplexity of the current model on ``ids``."""
