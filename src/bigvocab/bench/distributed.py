@@ -25,17 +25,20 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Optional, TextIO
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from bigvocab.bench.config import BenchConfig
 from bigvocab.bench.memory import MIB, step_peak_bytes
 from bigvocab.bench.operations import make_optimizer, make_workload, training_step
-from bigvocab.bench.selection import candidate_by_label
+from bigvocab.bench.runner import memory_spec
+from bigvocab.bench.selection import candidate_by_label, select_candidates
 from bigvocab.bench.side_data import build_layer, synthetic_side_data
 from bigvocab.distributed import vocab_parallel
+from bigvocab.errors import ConfigError
 
 #: Timed steps after the measured one (their median is reported).
 TIMED_STEPS = 2
@@ -168,28 +171,15 @@ def distributed_table(vocab_size: int, entries: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def run_distributed_bench(config, world_size: int, *, stream=None) -> list[Path]:
+def run_distributed_bench(config: BenchConfig, world_size: int, *, stream: Optional[TextIO] = None) -> list[Path]:
     """``bench --distributed P``: every selected row at every V of ``config``, printed as it goes;
     writes ``distributed.json`` and ``distributed.md`` under ``config.out``."""
-    from bigvocab.bench.selection import select_candidates
-
     if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 2:
-        from bigvocab.errors import ConfigError
-
         raise ConfigError(f"--distributed needs at least 2 processes, got {world_size!r}")
-    labels = [c.label for c in select_candidates(config.outputs) if c.kind == "layer"]
+    candidates = [c for c in select_candidates(config.outputs) if c.kind == "layer"]
     results, tables = [], []
     for vocab_size in config.vocab_sizes:
-        spec = {
-            "labels": labels,
-            "vocab_size": vocab_size,
-            "hidden": config.hidden,
-            "batch": config.batch,
-            "seed": config.seed,
-            "num_samples": config.num_samples,
-            "device": config.device,
-            "threads": torch.get_num_threads(),
-        }
+        spec = memory_spec(config, candidates, vocab_size)
         rows = measure_distributed(spec, world_size)
         entries = ratio_rows(rows)
         results.append({"vocab_size": vocab_size, "hidden": config.hidden, "batch": config.batch, "rows": rows, "summary": entries})

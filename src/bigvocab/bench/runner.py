@@ -119,7 +119,7 @@ def _speed_phase(config: BenchConfig, device: torch.device, candidates, results:
     )
     for vocab_size in config.vocab_sizes:
         start = time.perf_counter()
-        memory = measure_memory(_memory_spec(config, candidates, vocab_size)) if config.measure_memory else {}
+        memory = measure_memory(memory_spec(config, candidates, vocab_size)) if config.measure_memory else {}
         results["phase_seconds"][f"memory V={vocab_size}"] = time.perf_counter() - start
         rows = measure_vocab(
             candidates, vocab_size, config, memory=memory, on_row=lambda r: printer.row(table.speed_line(r))
@@ -140,7 +140,9 @@ def _speed_phase(config: BenchConfig, device: torch.device, candidates, results:
     printer.line(f"best dense matmul rate of the run: {matmul['best_gflops']:.1f} GFLOP/s")
 
 
-def _memory_spec(config: BenchConfig, candidates, vocab_size: int) -> dict:
+def memory_spec(config: BenchConfig, candidates, vocab_size: int) -> dict:
+    """What a child process needs to build and step ``candidates`` at ``vocab_size`` (the memory
+    worker; ``bench --distributed`` adds the number of processes)."""
     return {
         "labels": [c.label for c in candidates],
         "vocab_size": vocab_size,
