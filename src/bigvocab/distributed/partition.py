@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from torch import Tensor
-
 from bigvocab.errors import ConfigError
 from bigvocab.validation import check_positive_int
 
@@ -71,8 +69,3 @@ class VocabPartition:
         if not 0 <= rank < self.world_size:
             raise ConfigError(f"rank {rank} is outside this partition's {self.world_size} ranks")
         return self.boundaries[rank], self.boundaries[rank + 1]
-
-    def owned(self, ids: Tensor, rank: int) -> Tensor:
-        """Bool tensor shaped like ``ids``: the ids that ``rank`` owns."""
-        start, stop = self.range(rank)
-        return (ids >= start) & (ids < stop)

@@ -39,10 +39,10 @@ from bigvocab.distributed.groups import (
 from bigvocab.outputs.functional import chunked_logsumexp, chunked_topk, gather_rows
 
 
-def _local_target(target: Tensor, shard: VocabShard) -> tuple[Tensor, Tensor]:
-    """Targets as row indices into this rank's shard (clamped where another rank owns them) and
+def _local_ids(ids: Tensor, shard: VocabShard) -> tuple[Tensor, Tensor]:
+    """Class ids as row indices into this rank's shard (clamped where another rank owns them) and
     the bool mask of the ones this rank owns."""
-    local = target - shard.start
+    local = ids - shard.start
     owned = (local >= 0) & (local < shard.size)
     return local.clamp(0, shard.size - 1), owned
 
@@ -60,7 +60,7 @@ def sharded_log_normaliser(
     weight (V_r, H) / bias (V_r,) this rank's rows, target (N,) global ids. Memory per rank: one
     (N, chunk) block of logits beyond the rows and their gradient."""
     hidden = copy_to_shards(hidden, shard.group)
-    local_target, owned = _local_target(target, shard)
+    local_target, owned = _local_ids(target, shard)
     local_log_z, local_target_logit = chunked_logsumexp(
         hidden, weight, bias, local_target, max_chunk_elements=max_chunk_elements
     )
@@ -83,7 +83,7 @@ def sharded_class_logits(
     of its rows is a sparse tensor holding just those rows (a sparse optimiser then updates nothing
     else, exactly as in one process)."""
     hidden = copy_to_shards(hidden, shard.group)
-    flat_local, flat_owned = _local_target(ids.reshape(-1), shard)
+    flat_local, flat_owned = _local_ids(ids.reshape(-1), shard)
     # Host sync (nonzero): the owned count decides the shapes, and scoring only owned rows keeps
     # the other ranks' classes out of this rank's (sparse) gradient.
     position = flat_owned.nonzero().squeeze(1)
