@@ -17,10 +17,8 @@ from bigvocab.factory import list_scorers
 
 V, H = 37, 6
 
-#: Options that select a different algorithm inside one registered name; every registered name is
-#: also tested with its defaults.
-VARIANTS: dict[str, list[dict]] = {
-    "hsm": [{"tree": "huffman"}, {"tree": "balanced"}, {"tree": "random"}, {"tree": "class"}, {"tree": "clustered"}],
+#: Options tested besides each layer's defaults and its declared ``variants`` (hsm's trees...).
+EXTRA_CASES: dict[str, list[dict]] = {
     "sampled": [{"shared": False}, {"remove_accidental_hits": False}],
     "nce": [{"normaliser": "learned"}],
 }
@@ -41,7 +39,8 @@ def _cases() -> list[tuple[str, dict]]:
         default = getattr(layer_class, "default_scorer", None)
         small = SMALL_CNN if default == "cnn" else {}
         cases.append((name, small))
-        cases.extend((name, {**small, **options}) for options in VARIANTS.get(name, []))
+        options = [*layer_class.variants.values(), *EXTRA_CASES.get(name, [])]
+        cases.extend((name, {**small, **option}) for option in options if option)
         if "scorer" in layer_class.accepted_options({}):
             cases.extend((name, _scorer_options(s)) for s in list_scorers() if s != default)
     return cases

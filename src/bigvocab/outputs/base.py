@@ -8,12 +8,13 @@ to the caller's leading shape.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, ClassVar, Mapping, Optional
 
 import torch
 from torch import Tensor, nn
 
 from bigvocab.errors import ConfigError
+from bigvocab.outputs.cost import Cost
 from bigvocab.registry import keyword_options
 from bigvocab.validation import check_positive_int
 
@@ -46,6 +47,18 @@ class OutputLayer(nn.Module):
     #: after a parameter change computes (cnn's V output embeddings): a one-off cost per model.
     eval_cache: bool = False
 
+    #: True when the layer has ``score(hidden, target)``: an unnormalised score that training makes
+    #: close to log p (Devlin et al. 2014), for decoding; never for perplexity.
+    self_normalised: bool = False
+
+    #: True when a training step holds the dense (N, V) logits, their softmax and gradient at once
+    #: (the textbook ``nn.Linear`` + cross-entropy), so a caller should check memory first.
+    dense_logits: bool = False
+
+    #: Named forms of the method (label -> constructor options), e.g. hsm's trees: the bench
+    #: gives each its own row and the contract suite tests each. Empty: the defaults are the one form.
+    variants: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
+
     def __init__(self, in_features: int, num_classes: int) -> None:
         super().__init__()
         self.in_features = check_positive_int("in_features", in_features)
@@ -65,6 +78,20 @@ class OutputLayer(nn.Module):
         """Which of :data:`SIDE_INPUTS` the layer built with ``options`` reads."""
         accepted = cls.accepted_options(options)
         return frozenset(name for name in SIDE_INPUTS if accepted is None or name in accepted)
+
+    def train_cost(self, target: Tensor) -> Optional[Cost]:
+        """FLOPs and bytes a training step on the targets (N,) must spend, from the layer's shape
+        and options (see :mod:`bigvocab.outputs.cost`); None when the layer has no cost model."""
+        return None
+
+    def log_prob_cost(self, target: Tensor) -> Optional[Cost]:
+        """FLOPs and bytes of exact ``log_prob`` for the targets (N,), forward only; None when the
+        layer has no cost model."""
+        return None
+
+    def element_size(self) -> int:
+        """Bytes per number of the layer's parameters (its dtype's)."""
+        return next(self.parameters()).element_size()
 
     # ------------------------------------------------------------------ public, validated
     def loss(

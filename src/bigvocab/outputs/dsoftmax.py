@@ -21,6 +21,7 @@ from torch import Tensor, nn
 
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.base import OutputLayer
+from bigvocab.outputs.cost import Cost, dot_cost, hidden_cost
 from bigvocab.outputs.functional import chunked_logsumexp, chunked_topk
 from bigvocab.outputs.trees import zipf_counts
 from bigvocab.registry import OUTPUTS
@@ -122,6 +123,22 @@ class DifferentiatedSoftmax(OutputLayer):
             nn.init.uniform_(weight, -1.0 / math.sqrt(dim), 1.0 / math.sqrt(dim))
         for bias in self.biases or []:
             nn.init.zeros_(bias)
+
+    def train_cost(self, target: Tensor) -> Cost:
+        return self._band_cost(target, training=True)
+
+    def log_prob_cost(self, target: Tensor) -> Cost:
+        return self._band_cost(target, training=False)
+
+    def _band_cost(self, target: Tensor, *, training: bool) -> Cost:
+        """Band b's |V_b| words are scored with its d_b hidden units only (Chen et al. 2015):
+        every row pays Σ_b d_b·|V_b| multiply-adds."""
+        per_row = sum(weight.numel() for weight in self.weights)
+        weights = per_row + (self.num_classes if self.biases is not None else 0)
+        size = self.element_size()
+        return dot_cost(target.numel(), per_row, weights, element_size=size, training=training) + hidden_cost(
+            target.numel(), self.in_features, element_size=size, training=training
+        )
 
     def _bands(self, hidden: Tensor):
         """(index, h_b, W_b, bias_b, first id) for each band."""

@@ -32,7 +32,8 @@ from torch.nn import functional as F
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.outputs.functional import DEFAULT_CHUNK_ELEMENTS, gather_rows
-from bigvocab.outputs.trees import Tree, build_tree, segment_ranges, walk_up
+from bigvocab.outputs.cost import Cost, dot_cost, hidden_cost
+from bigvocab.outputs.trees import TREE_KINDS, Tree, build_tree, segment_ranges, walk_up
 from bigvocab.registry import OUTPUTS
 
 _TREE_STATE = ("node_parent", "node_position", "leaf_parent", "leaf_position")
@@ -113,6 +114,7 @@ class HierarchicalSoftmax(OutputLayer):
 
     sparse_grad = True
     topk_by_search = True
+    variants = {kind: {"tree": kind} for kind in TREE_KINDS}
 
     def __init__(
         self,
@@ -203,6 +205,23 @@ class HierarchicalSoftmax(OutputLayer):
 
     def _pairs_per_chunk(self) -> int:
         return max(1, min(self.max_chunk_elements, _CACHE_ELEMENTS) // self.in_features)
+
+    # ------------------------------------------------------------------ cost model
+    def train_cost(self, target: Tensor) -> Cost:
+        return self._path_cost(target, training=True)
+
+    def log_prob_cost(self, target: Tensor) -> Cost:
+        return self._path_cost(target, training=False)
+
+    def _path_cost(self, target: Tensor, *, training: bool) -> Cost:
+        """A row scores the decision vectors of the nodes on its target's path -- one per binary
+        node, arity - 1 per n-ary node (Morin & Bengio 2005; Mikolov et al. 2013; Goodman 2001)."""
+        vectors = sum(float((self.tree.arity[node] - 1).sum()) for _, node, _ in self.tree.walk_up(target.cpu()))
+        size = self.element_size()
+        weights = vectors * (self.in_features + (self.bias is not None))
+        return dot_cost(vectors, self.in_features, weights, element_size=size, training=training) + hidden_cost(
+            target.numel(), self.in_features, element_size=size, training=training
+        )
 
     # ------------------------------------------------------------------ paths and decisions
     def _steps(self, target: Tensor) -> tuple[Tensor, Tensor, Tensor]:

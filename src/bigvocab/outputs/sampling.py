@@ -110,6 +110,15 @@ class SamplingOutput(ScoredOutput):
         ids = self.sampler.sample(batch_size * self.num_samples)
         return ids.reshape(batch_size, self.num_samples), self.num_samples
 
+    def _train_scores(self, target: Tensor) -> tuple[float, float]:
+        """Each example scores its target and k samples: N (k + 1) scores, over k + N classes
+        when the samples are shared, N (k + 1) otherwise. For adaptive importance sampling this
+        is its first block of k draws, a lower bound: it draws more while the effective sample
+        size is low."""
+        rows = target.numel()
+        scores = rows * (self.num_samples + 1)
+        return float(scores), float(self.num_samples + rows if self.shared else scores)
+
     def _observe(self, target: Tensor, **kwargs: Any) -> None:
         """Let an adaptive sampler learn from the step's targets (training mode only, so that
         computing a validation loss never changes the proposal)."""

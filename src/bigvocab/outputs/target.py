@@ -79,5 +79,10 @@ class TargetSampling(ScoredOutput):
         logits = self.class_logits(hidden, vocabulary)
         return torch.logsumexp(logits, dim=1) - logits.gather(1, position.unsqueeze(1)).squeeze(1)
 
+    def _train_scores(self, target: Tensor) -> tuple[float, float]:
+        """Every example is scored against the partition's vocabulary V', max(τ, distinct targets)."""
+        size = max(self.num_samples, int(torch.unique(target).numel()))
+        return float(target.numel() * size), float(size)
+
     def extra_repr(self) -> str:
         return super().extra_repr() + f", num_samples={self.num_samples}"
