@@ -12,8 +12,8 @@ interchangeable and the log-probabilities agree. Beyond it: an exact ``topk`` (a
 log-probability bounds every word of the cluster, so only clusters that can still beat the current
 k-th candidate are scored), ``reduction``, (B, T, H) input, and a leaner loss: each block's
 logits are kept from forward to backward and turned into the softmax gradient in place (PyTorch's
-module keeps a log-softmax copy and builds a dense gradient of the gather), or, with
-``max_chunk_elements``, computed in bounded chunks and recomputed in backward.
+module keeps a log-softmax copy and builds a dense gradient of the gather), or, for a block of
+more than ``max_chunk_elements`` logits, computed in bounded chunks and recomputed in backward.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from bigvocab.errors import ConfigError
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.outputs.cost import Cost, dot_cost, hidden_cost
 from bigvocab.outputs.dsoftmax import resolve_cutoffs
-from bigvocab.outputs.functional import chunked_logsumexp, chunked_topk
+from bigvocab.outputs.functional import DEFAULT_CHUNK_ELEMENTS, chunked_logsumexp, chunked_topk
 from bigvocab.registry import OUTPUTS
 from bigvocab.validation import check_positive_float
 
@@ -69,9 +69,11 @@ class AdaptiveSoftmax(OutputLayer):
         div_value: cluster i projects h to ``int(H // div_value ** (i + 1))`` dimensions (at least 1).
         bias: a bias on the head (PyTorch's ``head_bias``; off by default, as there).
         counts: class frequencies, read only for the default cutoffs.
-        max_chunk_elements: if given, the loss holds at most this many logits at once (recomputing
-            them in backward, about a third more matrix work); by default each block's logits are
-            kept from forward to backward, as in PyTorch. ``topk`` is always chunked.
+        max_chunk_elements: logits held at once (None: 2**24, as in every layer). A block (the
+            head, or a cluster's rows) within the budget keeps its logits from forward to backward,
+            as PyTorch does; a larger one streams them in chunks and recomputes them in backward
+            (about a third more matrix work). ``topk`` is always chunked.
+        device, dtype: where the parameters are created.
     """
 
     topk_by_search = True
@@ -86,6 +88,8 @@ class AdaptiveSoftmax(OutputLayer):
         bias: bool = False,
         counts=None,
         max_chunk_elements: Optional[int] = None,
+        device: Optional[torch.device] = None,
+        dtype: Optional[torch.dtype] = None,
     ) -> None:
         super().__init__(in_features, num_classes)
         self.cutoffs = resolve_cutoffs(cutoffs, num_classes, counts, owner="adaptive")
@@ -96,13 +100,17 @@ class AdaptiveSoftmax(OutputLayer):
         self.edges = [*self.cutoffs, num_classes]
         self.shortlist_size = self.cutoffs[0]
         num_clusters = len(self.cutoffs)
-        self.head = nn.Linear(in_features, self.shortlist_size + num_clusters, bias=bias)
+        factory = {"device": device, "dtype": dtype}
+        self.head = nn.Linear(in_features, self.shortlist_size + num_clusters, bias=bias, **factory)
         tails = []
         for i, (lo, hi) in enumerate(zip(self.edges, self.edges[1:])):
             # At least 1: PyTorch would build a 0-dimensional projection (a uniform cluster) there.
             projected = max(1, int(in_features // (self.div_value ** (i + 1))))
             tails.append(
-                nn.Sequential(nn.Linear(in_features, projected, bias=False), nn.Linear(projected, hi - lo, bias=False))
+                nn.Sequential(
+                    nn.Linear(in_features, projected, bias=False, **factory),
+                    nn.Linear(projected, hi - lo, bias=False, **factory),
+                )
             )
         self.tail = nn.ModuleList(tails)
 
@@ -135,7 +143,8 @@ class AdaptiveSoftmax(OutputLayer):
 
     def _block_log_prob(self, x: Tensor, weight: Tensor, bias: Optional[Tensor], target: Tensor) -> Tensor:
         """log softmax(x W^T + b)[target], (N,)."""
-        if self.max_chunk_elements is None:
+        budget = DEFAULT_CHUNK_ELEMENTS if self.max_chunk_elements is None else self.max_chunk_elements
+        if x.shape[0] * weight.shape[0] <= budget:
             return _LinearLogProb.apply(x, weight, bias, target)
         log_z, logit = chunked_logsumexp(x, weight, bias, target, max_chunk_elements=self.max_chunk_elements)
         return logit - log_z

@@ -93,6 +93,11 @@ class OutputLayer(nn.Module):
         """Bytes per number of the layer's parameters (its dtype's)."""
         return next(self.parameters()).element_size()
 
+    def factory_kwargs(self) -> dict[str, Any]:
+        """``device`` and ``dtype`` of the layer's parameters, for the parts it builds after them."""
+        param = next(self.parameters())
+        return {"device": param.device, "dtype": param.dtype}
+
     # ------------------------------------------------------------------ public, validated
     def loss(
         self, hidden: Tensor, target: Tensor, reduction: str = "mean", *, context: Optional[Tensor] = None
@@ -178,11 +183,28 @@ class OutputLayer(nn.Module):
                 f"{name}: hidden has {hidden.shape[-1]} features in its last dimension, "
                 f"expected in_features={self.in_features}"
             )
+        if hidden.numel() == 0:
+            raise ValueError(f"{name}: hidden {tuple(hidden.shape)} holds no examples (an empty batch)")
+        self._check_placement(hidden)
         lead = tuple(hidden.shape[:-1])
         flat_hidden = hidden.reshape(-1, self.in_features)
         if target is None:
             return flat_hidden, None, lead
         return flat_hidden, self._flatten_ids("target", target, lead, hidden.device), lead
+
+    def _check_placement(self, hidden: Tensor) -> None:
+        """hidden must live where the parameters do, in their dtype (unless autocast is on)."""
+        param = next(self.parameters(), None)
+        if param is None:
+            return
+        name = type(self).__name__
+        if hidden.device != param.device:
+            raise ValueError(f"{name}: hidden is on {hidden.device} but the layer's parameters are on {param.device}")
+        if hidden.dtype != param.dtype and not torch.is_autocast_enabled(hidden.device.type):
+            raise TypeError(
+                f"{name}: hidden is {hidden.dtype} but the layer's parameters are {param.dtype}; "
+                f"convert one of them (layer.to({hidden.dtype}) or hidden.to({param.dtype}))"
+            )
 
     def _flatten_ids(self, what: str, ids: Tensor, lead: tuple[int, ...], device: torch.device) -> Tensor:
         """Class ids shaped ``lead``, on ``device``, within [0, V) -> (N,) long."""
@@ -196,7 +218,12 @@ class OutputLayer(nn.Module):
         if ids.device != device:
             raise ValueError(f"{name}: {what} is on {ids.device} but hidden is on {device}")
         flat = ids.reshape(-1).long()
-        if flat.numel():
+        if flat.device.type != "cpu":
+            # Reading the range back would wait for the device at every call: assert on it instead
+            # (the error then surfaces at the next synchronisation).
+            inside = ((flat >= 0) & (flat < self.num_classes)).all()
+            torch._assert_async(inside, f"{name}: {what} id outside [0, {self.num_classes})")
+        elif flat.numel():
             low, high = int(flat.min()), int(flat.max())
             if low < 0 or high >= self.num_classes:
                 bad = low if low < 0 else high

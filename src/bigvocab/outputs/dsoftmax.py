@@ -78,7 +78,8 @@ class DifferentiatedSoftmax(OutputLayer):
         dims: embedding size of each band (= its hidden section), default halving from band to band.
         counts: class frequencies, read only for the default cutoffs.
         bias: a bias per class.
-        max_chunk_elements: logits held at once in the exact computations.
+        max_chunk_elements: logits held at once in the exact computations (None: 2**24).
+        device, dtype: where the parameters are created.
 
     Parameters: ``weights[b]`` (|band_b|, d_b) and ``biases[b]`` (|band_b|,).
     """
@@ -93,6 +94,8 @@ class DifferentiatedSoftmax(OutputLayer):
         counts=None,
         bias: bool = True,
         max_chunk_elements: Optional[int] = None,
+        device: Optional[torch.device] = None,
+        dtype: Optional[torch.dtype] = None,
     ) -> None:
         super().__init__(in_features, num_classes)
         self.cutoffs = resolve_cutoffs(cutoffs, num_classes, counts, owner="dsoftmax")
@@ -114,8 +117,9 @@ class DifferentiatedSoftmax(OutputLayer):
         self.sections = [0, *torch.cumsum(torch.tensor(self.dims), 0).tolist()]
         self.max_chunk_elements = max_chunk_elements
         sizes = [hi - lo for lo, hi in zip(self.edges, self.edges[1:])]
-        self.weights = nn.ParameterList(nn.Parameter(torch.empty(n, d)) for n, d in zip(sizes, self.dims))
-        self.biases = nn.ParameterList(nn.Parameter(torch.zeros(n)) for n in sizes) if bias else None
+        factory = {"device": device, "dtype": dtype}
+        self.weights = nn.ParameterList(nn.Parameter(torch.empty(n, d, **factory)) for n, d in zip(sizes, self.dims))
+        self.biases = nn.ParameterList(nn.Parameter(torch.zeros(n, **factory)) for n in sizes) if bias else None
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

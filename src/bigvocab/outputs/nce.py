@@ -80,9 +80,9 @@ class NoiseContrastiveEstimation(SamplingOutput):
             raise ConfigError(f"log_z must be a finite number, got {log_z!r}")
         self.normaliser = normaliser
         if normaliser == "learned":
-            self.log_z = nn.Parameter(torch.tensor(float(log_z)))
+            self.log_z = nn.Parameter(torch.tensor(float(log_z), **self.factory_kwargs()))
         else:
-            self.register_buffer("log_z", torch.tensor(float(log_z)))
+            self.register_buffer("log_z", torch.tensor(float(log_z), **self.factory_kwargs()))
 
     def _reset_objective(self) -> None:
         if self.bias is not None:

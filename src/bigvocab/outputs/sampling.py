@@ -50,18 +50,26 @@ def sampled_logits(
 
 
 def resolve_sampler(
-    sampler: SamplerSpec, num_classes: int, counts: Optional[Sequence[float]], default: str, **default_options: Any
+    sampler: SamplerSpec,
+    num_classes: int,
+    counts: Optional[Sequence[float]],
+    default: str,
+    *,
+    device: Optional[torch.device] = None,
+    dtype: Optional[torch.dtype] = None,
+    **default_options: Any,
 ) -> Sampler:
-    """A :class:`Sampler` from a registered name, an instance, or None (``default`` built with
-    ``default_options``, the layer's paper default)."""
+    """A :class:`Sampler` from a registered name, an instance (used as given), or None
+    (``default`` built with ``default_options``, the layer's paper default); one built here is
+    built on ``device``, scoring in ``dtype``."""
     if isinstance(sampler, Sampler):
         if sampler.num_classes != num_classes:
             raise ConfigError(f"the sampler covers {sampler.num_classes} classes but the layer has {num_classes}")
         return sampler
     if sampler is None:
-        return create_sampler(default, num_classes, counts=counts, **default_options)
+        return create_sampler(default, num_classes, counts=counts, device=device, dtype=dtype, **default_options)
     if isinstance(sampler, str):
-        return create_sampler(sampler, num_classes, counts=counts)
+        return create_sampler(sampler, num_classes, counts=counts, device=device, dtype=dtype)
     raise ConfigError(f"sampler must be a registered name or a Sampler instance, got {type(sampler).__name__}")
 
 
@@ -98,7 +106,7 @@ class SamplingOutput(ScoredOutput):
         self.num_samples = check_num_samples(num_samples, num_classes)
         self.shared = check_flag("shared", shared)
         name, options = default_sampler
-        self.sampler = resolve_sampler(sampler, num_classes, counts, name, **options)
+        self.sampler = resolve_sampler(sampler, num_classes, counts, name, **self.factory_kwargs(), **options)
 
     def _draw(self, batch_size: int, *, unique: bool = False) -> tuple[Tensor, int]:
         """Candidate ids, (k,) shared or (N, k), and the number of draws behind them (k, or the

@@ -61,7 +61,7 @@ class TargetSampling(ScoredOutput):
             order = torch.argsort(as_counts(counts, num_classes, "target"), descending=True, stable=True)
             frequent = order[: self.num_samples]
         # Derived from the constructor arguments, so not part of the checkpoint.
-        self.register_buffer("frequent", frequent, persistent=False)
+        self.register_buffer("frequent", frequent.to(self.factory_kwargs()["device"]), persistent=False)
 
     def partition_vocabulary(self, target: Tensor) -> tuple[Tensor, Tensor]:
         """V' for a partition with targets (N,): the ids (M,), M = max(τ, distinct targets), and
