@@ -9,7 +9,7 @@ import torch
 import bigvocab
 from bigvocab.factory import create_output, list_scorers, output_side_inputs
 import bigvocab.models  # noqa: F401  (registers the models)
-from bigvocab.registry import MODELS, OUTPUTS
+from bigvocab.registry import MODELS, OUTPUTS, TREES
 
 #: The names of /work/shared/DESIGN.md ("Registered names"); ``char`` joins when it is registered.
 OUTPUT_NAMES = {
@@ -18,6 +18,7 @@ OUTPUT_NAMES = {
 SAMPLER_NAMES = {"uniform", "unigram", "log_uniform", "learned", "bigram"}
 MODEL_NAMES = {"nnlm", "lstm", "skipgram", "cbow", "cw"}
 SCORER_NAMES = {"linear", "cnn"}
+TREE_NAMES = {"huffman", "balanced", "random", "class", "clustered"}
 
 
 def test_the_designed_names_are_registered():
@@ -25,6 +26,7 @@ def test_the_designed_names_are_registered():
     assert set(bigvocab.list_samplers()) == SAMPLER_NAMES
     assert set(MODELS.names()) == MODEL_NAMES
     assert set(list_scorers()) == SCORER_NAMES
+    assert set(TREES.names()) == TREE_NAMES
 
 
 @pytest.mark.parametrize(
