@@ -9,15 +9,18 @@
 * :mod:`~bigvocab.distributed.scorer` -- the ``sharded`` scorer, and :func:`vocab_parallel`, which
   splits any objective over the linear scorer;
 * :mod:`~bigvocab.distributed.data_parallel` -- gradients (dense and sparse) averaged over ranks;
-* :mod:`~bigvocab.distributed.checkpoint` -- shards <-> one-process state dicts.
+* :mod:`~bigvocab.distributed.checkpoint` -- shards <-> one-process state dicts (model and optimiser);
+* :mod:`~bigvocab.distributed.training` -- one rank's part in a ``Trainer`` run under ``torchrun``.
 """
 from bigvocab.distributed.checkpoint import gather_state_dict, shard_state_dict
 from bigvocab.distributed.data_parallel import average_gradients, broadcast_module, shard_batches
 from bigvocab.distributed.groups import VocabShard, vocab_shard
 from bigvocab.distributed.partition import VocabPartition
 from bigvocab.distributed.scorer import VocabParallelScorer, vocab_parallel
+from bigvocab.distributed.training import DistributedTraining
 
 __all__ = [
+    "DistributedTraining",
     "VocabPartition",
     "VocabParallelScorer",
     "VocabShard",

@@ -5,7 +5,9 @@ Two layouts, both under ``torchrun`` (or any launcher that sets ``RANK``/``WORLD
 * **data parallel** (the default): every rank holds the whole model and steps on every P-th batch;
   gradients (dense and sparse) are averaged over the ranks after ``backward``
   (:func:`~bigvocab.distributed.data_parallel.average_gradients`), so P ranks with batches of N
-  step as one process with batches of P N.
+  step as one process with batches of P N. A model that carries state from one batch to the next
+  (the LSTM) restarts it at every batch, because consecutive segments go to different ranks:
+  train it vocabulary parallel or in one process.
 * **vocabulary parallel** (``vocab_parallel=True``): every rank sees every batch, the encoder is
   replicated and the output layer's rows are split (:func:`~bigvocab.distributed.scorer.vocab_parallel`);
   the collectives are inside the layer, so the step needs nothing more.
