@@ -80,8 +80,8 @@ class Trainer:
     """Trains ``model`` on ``train_ids`` and validates on ``valid_ids`` once per epoch.
 
     Args:
-        model: a :class:`bigvocab.models.base.LanguageModel` (``batches``, ``loss``, ``log_prob``,
-            ``sparse_params``).
+        model: a :class:`bigvocab.models.base.WordModel` (``batches``, ``loss``, ``sparse_params``,
+            ``has_distribution``; ``log_prob`` when it has a distribution).
         train_ids: (N,) token ids of the training split.
         valid_ids: (M,) token ids for validation perplexity, or None (then there is no best.pt,
             no early stopping, and the plateau schedule is refused).
@@ -112,8 +112,8 @@ class Trainer:
         self.device = resolve_device(self.config.device)
         self.train_ids = _check_ids("train_ids", train_ids, required=True)
         self.valid_ids = _check_ids("valid_ids", valid_ids, required=False)
-        # Models without an output layer (the C&W ranking model) have no perplexity.
-        self.can_validate = self.valid_ids is not None and getattr(model, "output", True) is not None
+        # Models without a normalised distribution (the C&W ranking model) have no perplexity.
+        self.can_validate = self.valid_ids is not None and model.has_distribution
         if SCHEDULE_REGISTRY.get(self.config.lr_schedule).needs_validation and not self.can_validate:
             others = ", ".join(name for name in SCHEDULE_REGISTRY.names()
                                if not SCHEDULE_REGISTRY.get(name).needs_validation)
@@ -161,12 +161,15 @@ class Trainer:
         model: nn.Module,
         train_ids: Tensor,
         valid_ids: Optional[Tensor] = None,
+        *,
+        checkpoint: Optional[dict[str, Any]] = None,
         **overrides: Any,
     ) -> "Trainer":
         """Continue the run in ``out_dir`` from its ``last.pt``, exactly where it stopped.
 
         ``model`` must be built as for the original run (its weights are replaced). Only the
         options in ``RESUME_OVERRIDES`` may change (e.g. ``epochs=20`` to train longer).
+        ``checkpoint`` is ``last.pt`` when the caller has already read it.
         """
         check_out_dir(out_dir, resume=True)
         bad = sorted(set(overrides) - set(RESUME_OVERRIDES))
@@ -174,7 +177,8 @@ class Trainer:
             raise ConfigError(
                 f"cannot change {', '.join(bad)} when resuming; only {', '.join(RESUME_OVERRIDES)} may change"
             )
-        checkpoint = load_checkpoint(Path(out_dir) / "last.pt")
+        if checkpoint is None:
+            checkpoint = load_checkpoint(Path(out_dir) / "last.pt")
         try:
             config = TrainConfig.from_dict({**checkpoint["config"], **overrides})
         except KeyError:
@@ -269,6 +273,10 @@ class Trainer:
         previous = {number: signal.signal(number, ask_to_stop) for number in STOP_SIGNALS}
         try:
             yield
+        except KeyboardInterrupt as error:
+            raise type(error)(f"stopped at once (a second signal does not wait for the save); "
+                              f"{str(self.out_dir / 'last.pt')!r} holds the last checkpoint finished before it, "
+                              "if any") from None
         finally:
             for number, handler in previous.items():
                 signal.signal(number, handler)
@@ -356,7 +364,8 @@ class Trainer:
             set_rng_state(self._resumed_rng)
             self._resumed_rng = None
         self.model.train()
-        bar = tqdm(total=self.steps_per_epoch, initial=self.step_in_epoch, unit="batch", leave=False,
+        bar = tqdm(total=self.steps_per_epoch or self.model.num_batches(self.train_ids, config.batch_size),
+                   initial=self.step_in_epoch, unit="batch", leave=False,
                    desc=f"epoch {self.epoch + 1}/{config.epochs}", disable=not config.progress,
                    file=sys.stderr, dynamic_ncols=True, mininterval=0.5)
         window = {"loss": 0.0, "targets": 0, "time": time.perf_counter()}
