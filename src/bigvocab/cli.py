@@ -367,8 +367,8 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
             lock.enter_context(RunLock(out, CLI_SPELLING))
             checkpoint = load_checkpoint(out / "last.pt")
             trainer, corpus = resume_run(out, checkpoint=checkpoint, corpus=args.corpus,
-                                         allow_changed_corpus=args.allow_changed_corpus,
-                                         validate=not args.skip_perplexity, **_resume_overrides(args, checkpoint))
+                                         allow_changed_corpus=args.allow_changed_corpus, validate=not args.skip_perplexity,
+                                         spelling=CLI_SPELLING, **_resume_overrides(args, checkpoint))
         else:
             if not args.model:
                 raise ConfigError("--model is required (one of: " + ", ".join(MODELS.names()) + ")")

@@ -12,8 +12,8 @@ from bigvocab.checkpoint import load_checkpoint
 from bigvocab.cli import main
 
 #: 270 steps an epoch on the 600-line corpus; every step logged.
-RUN = [*TINY, "--epochs", "3", "--log-every", "1", "--patience", "0"]
-TOTAL_STEPS = 3 * 270
+RUN = [*TINY, "--epochs", "2", "--log-every", "1", "--patience", "0"]
+TOTAL_STEPS = 2 * 270
 
 
 @pytest.fixture(scope="module")
@@ -29,10 +29,10 @@ def resume(out) -> None:
     assert main(["train", "--out", str(out), "--resume", "--no-progress"]) == 0
 
 
-@pytest.mark.parametrize("number, seed", [(signal.SIGINT, 1), (signal.SIGTERM, 2), (signal.SIGINT, 3)])
+@pytest.mark.parametrize("number, seed", [(signal.SIGINT, 1), (signal.SIGTERM, 2)])
 def test_signal_saves_and_resume_gives_the_same_losses(number, seed, reference, corpus_file, tmp_path):
     out = tmp_path / "run"
-    moment = random.Random(seed).randint(1, TOTAL_STEPS - 150)
+    moment = random.Random(seed).randint(1, TOTAL_STEPS - 100)
     process = start_cli(["train", *RUN, "--corpus", f"text:{corpus_file}", "--out", str(out)], tmp_path)
     wait_for(lambda: logged_steps(out) >= moment or process.poll() is not None, what=f"step {moment}")
     process.send_signal(number)
@@ -45,13 +45,13 @@ def test_signal_saves_and_resume_gives_the_same_losses(number, seed, reference, 
     assert trajectory(out) == reference
 
 
-@pytest.mark.parametrize("seed", [4, 5])
+@pytest.mark.parametrize("seed", [4])
 def test_kill_9_during_saves_keeps_a_whole_checkpoint(seed, reference, corpus_file, tmp_path):
     """--checkpoint-every 1 saves at every step, so a kill at a random moment often lands inside a
     save: last.pt must still be the previous whole checkpoint, and the stale lock and temporary
     files must not stop the resume."""
     out = tmp_path / "run"
-    moment = random.Random(seed).randint(5, TOTAL_STEPS - 150)
+    moment = random.Random(seed).randint(5, TOTAL_STEPS - 100)
     process = start_cli(["train", *RUN, "--checkpoint-every", "1", "--corpus", f"text:{corpus_file}",
                          "--out", str(out)], tmp_path)
     wait_for(lambda: logged_steps(out) >= moment or process.poll() is not None, what=f"step {moment}")

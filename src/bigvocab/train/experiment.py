@@ -31,6 +31,7 @@ from bigvocab.evaluate.perplexity import perplexity
 from bigvocab.evaluate.vectors import load_word_vectors
 from bigvocab.registry import MODELS
 from bigvocab.train.config import TrainConfig
+from bigvocab.train.rundir import PYTHON_SPELLING
 from bigvocab.train.trainer import Trainer
 
 PathLike = Union[str, os.PathLike]
@@ -107,6 +108,7 @@ def resume_run(
     allow_changed_corpus: bool = False,
     validate: bool = True,
     progress: bool = True,
+    spelling: Mapping[str, str] = PYTHON_SPELLING,
     **overrides: Any,
 ) -> tuple[Trainer, Corpus]:
     """A :class:`Trainer` that continues the run in ``out_dir`` from its ``last.pt``, and its corpus.
@@ -117,6 +119,8 @@ def resume_run(
             stored fingerprint.
         allow_changed_corpus: go on with a corpus whose files changed since the run started (the
             vocabulary stays the run's; the splits are cut from the files as they are now).
+        spelling: how messages name ``corpus`` and ``allow_changed_corpus`` (keyword arguments by
+            default; the CLI passes its flags).
         **overrides: the options that may change (``bigvocab.train.RESUME_OVERRIDES``).
     """
     out_dir = Path(out_dir)
@@ -127,7 +131,7 @@ def resume_run(
         raise ConfigError(f"{str(out_dir / 'last.pt')!r} does not describe its model and corpus (it was not "
                           "written by bigvocab.train.new_run or 'bigvocab train'); use Trainer.resume")
     spec = corpus or meta["corpus"]
-    check_corpus(meta, spec, allow_changed=allow_changed_corpus)
+    check_corpus(meta, spec, allow_changed=allow_changed_corpus, spelling=spelling)
     data = load_corpus(spec, vocab=Vocab.from_dict(meta["vocab"]), progress=progress)
     if corpus is not None or allow_changed_corpus:  # later checkpoints describe the corpus as it is now
         meta.update(corpus=portable_spec(spec), corpus_fingerprint=corpus_fingerprint(spec))
@@ -138,7 +142,9 @@ def resume_run(
     return trainer, data
 
 
-def check_corpus(meta: Mapping[str, Any], spec: str, *, allow_changed: bool = False) -> None:
+def check_corpus(
+    meta: Mapping[str, Any], spec: str, *, allow_changed: bool = False, spelling: Mapping[str, str] = PYTHON_SPELLING
+) -> None:
     """A :class:`DataError` when ``spec``'s files are not those the run described by ``meta`` was
     trained on (unless ``allow_changed``); ``spec`` may name them by another path."""
     kind = spec.partition(":")[0]
@@ -150,11 +156,12 @@ def check_corpus(meta: Mapping[str, Any], spec: str, *, allow_changed: bool = Fa
             raise DataError(f"the run was trained on {meta['corpus']!r}, not {spec!r}")
         return
     if not Path(spec.partition(":")[2]).expanduser().exists():
-        raise DataError(f"the run's corpus {spec!r} does not exist (any more); give its new place as the corpus")
+        raise DataError(f"the run's corpus {spec!r} does not exist (any more); give its new place with "
+                        f"{spelling['corpus']}")
     difference = fingerprint_difference(meta.get("corpus_fingerprint"), corpus_fingerprint(spec))
     if difference is not None and not allow_changed:
         raise DataError(f"the corpus {spec!r} is not the one the run was trained on ({difference}); "
-                        "allow a changed corpus explicitly to go on with it")
+                        f"pass {spelling['allow_changed_corpus']} to go on with it")
 
 
 def train_and_test(trainer: Trainer, test_ids: Optional[Tensor]) -> dict[str, Any]:

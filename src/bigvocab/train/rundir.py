@@ -33,9 +33,11 @@ CHECKPOINTS = ("last.pt", "best.pt")
 LOCK_FILE = ".lock"
 
 #: How the options are spelled in messages: keyword arguments for Python callers...
-PYTHON_SPELLING = {"resume": "resume=True", "overwrite": "overwrite=True", "out": "out_dir"}
+PYTHON_SPELLING = {"resume": "resume=True", "overwrite": "overwrite=True", "out": "out_dir", "corpus": "corpus",
+                   "allow_changed_corpus": "allow_changed_corpus=True"}
 #: ... and flags for the command line.
-CLI_SPELLING = {"resume": "--resume", "overwrite": "--overwrite", "out": "--out"}
+CLI_SPELLING = {"resume": "--resume", "overwrite": "--overwrite", "out": "--out", "corpus": "--corpus",
+                "allow_changed_corpus": "--allow-changed-corpus"}
 
 PathLike = Union[str, os.PathLike]
 
