@@ -128,7 +128,7 @@ class Trainer:
         self.meta = dict(meta or {})
         self.model = model.to(self.device)
         self.optimizers, self._dense_params = build_optimizers(self.model, self.config)
-        declared = getattr(self.model, "sparse_params", lambda: [])()
+        declared = self.model.sparse_params()
         self._undeclared = {id(p) for p in self._dense_params} - {id(p) for p in declared}
         # position and history (everything a checkpoint must restore)
         self.epoch = 0  # completed epochs
