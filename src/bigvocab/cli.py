@@ -1,10 +1,12 @@
 """``bigvocab list|train|eval|export|bench``: the command-line tool.
 
-Parsing lives here; the work is done by library functions (``load_corpus``, ``build_model``,
-``Trainer``, ``perplexity``, ``WordVectors``, ``bigvocab.bench.main``). Every error a user can
-cause -- a :class:`BigvocabError`, a missing file, a bad option, Ctrl-C -- ends the command with
-one line ``bigvocab: error: ...`` on stderr and exit status 2, and no command writes anything
-before its inputs have been checked.
+Parsing lives here; the work is done by library functions (``bigvocab.train.experiment``'s
+``new_run``, ``resume_run`` and ``train_and_test``, ``load_corpus``, ``perplexity``, ``WordVectors``,
+``bigvocab.bench.main``). Every error a user can cause -- a :class:`BigvocabError`, a missing file,
+a bad option -- ends the command with one line ``bigvocab: error: ...`` on stderr and exit status
+2, and no command writes anything before its inputs have been checked. SIGINT (Ctrl-C) and
+SIGTERM end it with one true line too, and status 130 or 143: during training the step under way
+finishes and ``last.pt`` is saved first. Warnings are one ``bigvocab: warning: ...`` line each.
 """
 from __future__ import annotations
 
