@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import TINY, assert_one_line_error
+from fault_helpers import TINY, assert_one_line_error
 
 from bigvocab.cli import main
 

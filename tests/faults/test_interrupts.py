@@ -6,7 +6,7 @@ import random
 import signal
 
 import pytest
-from conftest import TINY, assert_one_line_error, finish, logged_steps, start_cli, trajectory, wait_for
+from fault_helpers import TINY, assert_one_line_error, finish, logged_steps, start_cli, trajectory, wait_for
 
 from bigvocab.checkpoint import load_checkpoint
 from bigvocab.cli import main

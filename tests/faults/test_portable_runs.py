@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from conftest import TINY, write_corpus
+from fault_helpers import TINY, write_corpus
 
 from bigvocab.checkpoint import load_checkpoint
 from bigvocab.cli import main

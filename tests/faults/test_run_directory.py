@@ -7,7 +7,7 @@ import signal
 import stat
 
 import pytest
-from conftest import TINY, finish, start_cli, wait_for
+from fault_helpers import TINY, finish, start_cli, wait_for
 
 from bigvocab.checkpoint import load_checkpoint
 from bigvocab.cli import main
