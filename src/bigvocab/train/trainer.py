@@ -270,7 +270,9 @@ class Trainer:
                 raise KeyboardInterrupt
             self._stop_signal = number
 
-        previous = {number: signal.signal(number, ask_to_stop) for number in STOP_SIGNALS}
+        # a signal the process was started to ignore (nohup, a background job) stays ignored
+        previous = {number: signal.signal(number, ask_to_stop) for number in STOP_SIGNALS
+                    if signal.getsignal(number) is not signal.SIG_IGN}
         try:
             yield
         except KeyboardInterrupt as error:
