@@ -335,8 +335,8 @@ def test_signal_finishes_the_step_saves_and_resume_is_exact(number, make_model, 
         return original_loss(batch)
 
     model.loss = loss_that_signals
-    with pytest.raises(TrainingInterrupted, match=f"{signal.Signals(number).name} received: stopped after epoch 1 "
-                                                  "step 7 and saved") as caught:
+    with pytest.raises(TrainingInterrupted, match=f"{signal.Signals(number).name} received: stopped after step 7 "
+                                                  r"\(in epoch 1\) and saved") as caught:
         Trainer(model, *corpus, config(**cfg), out_dir=tmp_path / "b").fit()
     assert caught.value.step == 7 and caught.value.checkpoint == tmp_path / "b" / "last.pt"
     assert load_checkpoint(tmp_path / "b" / "last.pt")["position"]["step"] == 7

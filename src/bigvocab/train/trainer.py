@@ -289,9 +289,10 @@ class Trainer:
             return
         number, self._stop_signal = self._stop_signal, None
         path = self.out_dir / "last.pt"
+        where = f"in epoch {self.epoch + 1}" if self.step_in_epoch else f"the end of epoch {self.epoch}"
         raise TrainingInterrupted(
-            f"{signal.Signals(number).name} received: stopped after epoch {self.epoch + (self.step_in_epoch > 0)} "
-            f"step {self.step} and saved {str(path)!r}; Trainer.resume(out_dir, ...) continues the run",
+            f"{signal.Signals(number).name} received: stopped after step {self.step} ({where}) and saved "
+            f"{str(path)!r}; Trainer.resume(out_dir, ...) continues the run",
             signal_number=number, checkpoint=path, step=self.step,
         )
 
