@@ -420,7 +420,7 @@ def _apply_word2vec_defaults(args: argparse.Namespace) -> dict[str, Any]:
 def _summary_line(summary: dict[str, Any]) -> str:
     name = summary["model"] + (f"+{summary['output']}" if summary["output"] else "")
     if summary["test_ppl"] is None:
-        why = "--skip-perplexity" if summary["perplexity_skipped"] else "model without an output layer"
+        why = "--skip-perplexity" if summary["perplexity_skipped"] else "a model without a normalised distribution"
         quality = f"no perplexity ({why})"
     else:
         quality = f"test ppl {summary['test_ppl']:.2f}"
