@@ -84,7 +84,7 @@ OPTIMIZERS: tuple[str, ...] = tuple(OPTIMIZER_REGISTRY.names())
 def build_optimizers(model: nn.Module, config: "TrainConfig") -> tuple[list[torch.optim.Optimizer], list[nn.Parameter]]:
     """``(optimisers, dense_params)`` for ``model`` under ``config``.
 
-    Parameters in ``model.sparse_params()`` get the sparse-capable variant of the chosen method.
+    Parameters in ``model.sparse_parameters()`` get the sparse-capable variant of the chosen method.
     Momentum, Nesterov, RMSprop and Adadelta keep a running state that changes every row at every
     step, and weight decay shrinks every row, so for them a sparse gradient cannot save work: those
     parameters join the dense optimiser, their gradients are made dense each step (the exact
@@ -93,7 +93,7 @@ def build_optimizers(model: nn.Module, config: "TrainConfig") -> tuple[list[torc
     """
     make = OPTIMIZER_REGISTRY.get(config.optimizer)
     params = [p for p in model.parameters() if p.requires_grad]
-    declared = model.sparse_params()
+    declared = model.sparse_parameters()
     sparse_ids = {id(p) for p in declared if p.requires_grad}
     sparse = [p for p in params if id(p) in sparse_ids]
     dense = [p for p in params if id(p) not in sparse_ids]

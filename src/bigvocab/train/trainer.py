@@ -1,7 +1,7 @@
 """The training loop shared by every model and output layer.
 
 The :class:`Trainer` knows nothing about a particular method: it asks the model for its batches
-and its loss, and keeps sparse gradients sparse by giving ``model.sparse_params()`` an optimiser
+and its loss, and keeps sparse gradients sparse by giving ``model.sparse_parameters()`` an optimiser
 that accepts them (see :mod:`bigvocab.train.optimizers`). Runs are reproducible and resumable bit
 for bit (see :class:`Trainer` for the one exception): every epoch shuffles with its own generator
 seeded from ``(seed, epoch)``, and checkpoints hold the model, the optimisers, the schedule, the
@@ -80,7 +80,7 @@ class Trainer:
     """Trains ``model`` on ``train_ids`` and validates on ``valid_ids`` once per epoch.
 
     Args:
-        model: a :class:`bigvocab.models.base.WordModel` (``batches``, ``loss``, ``sparse_params``,
+        model: a :class:`bigvocab.models.base.WordModel` (``batches``, ``loss``, ``sparse_parameters``,
             ``has_distribution``; ``log_prob`` when it has a distribution).
         train_ids: (N,) token ids of the training split.
         valid_ids: (M,) token ids for validation perplexity, or None (then there is no best.pt,
@@ -128,7 +128,7 @@ class Trainer:
         self.meta = dict(meta or {})
         self.model = model.to(self.device)
         self.optimizers, self._dense_params = build_optimizers(self.model, self.config)
-        declared = self.model.sparse_params()
+        declared = self.model.sparse_parameters()
         self._undeclared = {id(p) for p in self._dense_params} - {id(p) for p in declared}
         # position and history (everything a checkpoint must restore)
         self.epoch = 0  # completed epochs
@@ -427,7 +427,7 @@ class Trainer:
 
     def _densify(self) -> None:
         """Dense optimisers get dense gradients (see :func:`build_optimizers`). A sparse gradient
-        on a parameter the model did not declare in ``sparse_params()`` is a model bug that costs
+        on a parameter the model did not declare in ``sparse_parameters()`` is a model bug that costs
         speed, not correctness: it is densified and reported once."""
         for param in self._dense_params:
             if param.grad is not None and param.grad.is_sparse:
@@ -435,7 +435,7 @@ class Trainer:
                     self._undeclared.discard(id(param))
                     name = next(n for n, p in self.model.named_parameters() if p is param)
                     warnings.warn(f"parameter {name!r} received a sparse gradient but is not in "
-                                  "model.sparse_params(); it is trained with dense updates", stacklevel=2)
+                                  "model.sparse_parameters(); it is trained with dense updates", stacklevel=2)
                 param.grad = param.grad.to_dense()
 
     def _non_finite(self, what: str, batch: dict[str, Any]) -> NonFiniteError:
