@@ -280,11 +280,13 @@ def build_parser() -> Parser:
 def run_list(args: argparse.Namespace, extra: Sequence[str]) -> int:
     import bigvocab.models  # noqa: F401  (registers the models)
     from bigvocab.data.corpora import CORPORA
-    from bigvocab.registry import MODELS, OUTPUTS, SAMPLERS
+    from bigvocab.registry import MODELS, OUTPUTS, SAMPLERS, SCORERS, TREES
     from bigvocab.train import OPTIMIZER_REGISTRY, SCHEDULE_REGISTRY
 
     width = shutil.get_terminal_size((100, 24)).columns
-    sections = (("output layers", OUTPUTS, None), ("samplers", SAMPLERS, None), ("models", MODELS, None),
+    sections = (("output layers (--output)", OUTPUTS, None), ("scorers", SCORERS, None),
+                ("hsm trees (--tree)", TREES, None), ("samplers (--sampler)", SAMPLERS, None),
+                ("models (--model)", MODELS, None),
                 ("optimizers (--optimizer)", OPTIMIZER_REGISTRY, None),
                 ("lr schedules (--lr-schedule)", SCHEDULE_REGISTRY, None),
                 ("corpus specs (--corpus)", CORPORA, lambda name: CORPORA.get(name).form))

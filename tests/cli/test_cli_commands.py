@@ -61,7 +61,8 @@ def nnlm_run(tmp_path_factory):
 # ------------------------------------------------------------------------------ list and help
 def test_list_shows_every_registry_and_corpus_form(capsys):
     out = run_ok(capsys, ["list"])
-    for expected in ("output layers:", "full", "samplers:", "unigram", "models:", "nnlm", "skipgram",
+    for expected in ("output layers (--output):", "full", "scorers:", "hsm trees (--tree):", "huffman",
+                     "samplers (--sampler):", "unigram", "models (--model):", "nnlm", "skipgram",
                      "optimizers (--optimizer):", "sparse_adam", "lr schedules", "plateau", "brown-bengio:PATH",
                      "synthetic["):
         assert expected in out
