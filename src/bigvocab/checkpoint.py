@@ -13,7 +13,7 @@ import os
 import pickle
 import re
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Union
 
 import torch
 
@@ -114,12 +114,3 @@ def load_model(path: PathLike, device: Union[str, torch.device] = "cpu"):
         first = str(error).strip().splitlines()[0]
         raise CheckpointError(f"checkpoint {str(path)!r} does not match its model description: {first}") from None
     return model.to(device).eval(), vocab, checkpoint
-
-
-def find_best_or_last(out_dir: PathLike) -> Optional[Path]:
-    """``best.pt`` in ``out_dir`` when a validated epoch produced one, else ``last.pt``, else None."""
-    for name in ("best.pt", "last.pt"):
-        candidate = Path(out_dir) / name
-        if candidate.is_file():
-            return candidate
-    return None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import re
 from typing import Any, Callable, Generic, Optional, TypeVar
 
 from bigvocab.errors import UnknownNameError
@@ -49,6 +50,18 @@ class Registry(Generic[T]):
 
     def __contains__(self, name: object) -> bool:
         return name in self._factories
+
+    def describe(self, name: str) -> str:
+        """The first paragraph of ``name``'s docstring on one line, without reStructuredText markup."""
+        return plain_summary(self.get(name).__doc__ or "")
+
+
+def plain_summary(docstring: str) -> str:
+    """First paragraph of ``docstring``, joined into one line, with ``code``, :role:`~a.b.target`
+    and *emphasis* markup reduced to their text."""
+    paragraph = " ".join(re.split(r"\n\s*\n", docstring.strip())[0].split())
+    paragraph = re.sub(r":[a-z]+:`~?(?:[\w.]*\.)?([^`]+)`", r"\1", paragraph)
+    return re.sub(r"``([^`]+)``|\*\*?([^*]+)\*\*?", lambda m: m.group(1) or m.group(2), paragraph)
 
 
 def unknown_name_message(kind: str, name: str, valid: list[str]) -> str:

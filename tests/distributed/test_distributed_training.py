@@ -3,6 +3,8 @@ resumed: per-step losses, tokens and the final one-process checkpoint match one 
 (data parallel: with the P-times larger batch)."""
 from __future__ import annotations
 
+import signal
+
 import pytest
 import torch
 import torch.distributed as dist
@@ -10,7 +12,7 @@ import torch.distributed as dist
 from bigvocab.distributed.training import DistributedTraining
 from bigvocab.errors import ConfigError
 from distributed_harness import run_ranks
-from training_checks import all_checks
+from training_checks import all_checks, signal_on_one_rank
 
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo")
 
@@ -34,6 +36,15 @@ def test_distributed_trainer_matches_one_process(root, run):
     tokens, reference_tokens = root[f"{run}/tokens"]
     assert tokens == reference_tokens
     assert not root[f"{run}/stray_files"]
+
+
+@pytest.mark.parametrize("layout", ["data", "vocab"])
+def test_a_signal_on_one_rank_stops_every_rank_at_the_same_step(tmp_path, layout):
+    if "signalled" not in _cache:
+        _cache["signalled"] = run_ranks(2, signal_on_one_rank, tmp_path / "spawn", runs=str(tmp_path))
+    ranks = _cache["signalled"]
+    assert [rank[f"{layout}/stopped"] for rank in ranks] == [{"step": 2, "signal": int(signal.SIGTERM)}] * 2
+    assert ranks[0][f"{layout}/saved_step"] == 2
 
 
 def test_vocab_parallel_in_one_process_is_refused(monkeypatch):

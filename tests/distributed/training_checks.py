@@ -4,6 +4,8 @@ in one ordinary process, compared through the run files rank 0 writes."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 from typing import Any, Optional
 
@@ -12,6 +14,7 @@ import torch
 from bigvocab.checkpoint import load_checkpoint
 from bigvocab.data.corpora import load_corpus
 from bigvocab.distributed.training import DistributedTraining
+from bigvocab.errors import TrainingInterrupted
 from bigvocab.models import build_model
 from bigvocab.train import TrainConfig, Trainer
 
@@ -80,4 +83,40 @@ def all_checks(group: Any, runs: str) -> dict[str, Any]:
             train(root / f"{name}_one", output, reference_batch, 4, None)
             results.update({f"{name}/{key}": value for key, value in compare(root / name, root / f"{name}_one").items()})
         results[f"{name}/stray_files"] = files_on_other_ranks
+    return results
+
+
+class _SignalledTrainer(Trainer):
+    """Sends itself SIGTERM during step ``signal_at`` (only on the rank that is given one)."""
+
+    signal_at: Optional[int] = None
+
+    def _train_step(self, batch):
+        outcome = super()._train_step(batch)
+        if self.step == self.signal_at:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return outcome
+
+
+def signal_on_one_rank(group: Any, runs: str) -> dict[str, Any]:
+    """SIGTERM reaches rank 1 alone, during step 2: every rank stops after that step (none waits at
+    a collective the others never reach), and rank 0 has saved last.pt there."""
+    rank = torch.distributed.get_rank(group)
+    out_dir = Path(runs) / "signalled"
+    results: dict[str, Any] = {}
+    for layout in ("data", "vocab"):
+        corpus = load_corpus(CORPUS, progress=False)
+        config = TrainConfig(epochs=1, batch_size=BATCH, optimizer="adagrad", lr=0.3, lr_schedule="none",
+                             max_steps=6, log_every=1, progress=False, seed=0)
+        trainer = _SignalledTrainer(make_model(corpus, "full"), corpus.train, corpus.valid, config,
+                                    out_dir=out_dir / layout,
+                                    distributed=DistributedTraining(group, vocab_parallel=layout == "vocab"))
+        trainer.signal_at = 2 if rank == 1 else None
+        try:
+            trainer.fit()
+            stopped = None
+        except TrainingInterrupted as interrupted:
+            stopped = {"step": interrupted.step, "signal": interrupted.signal_number}
+        saved = load_checkpoint(out_dir / layout / "last.pt")["position"]["step"] if rank == 0 else None
+        results.update({f"{layout}/stopped": stopped, f"{layout}/saved_step": saved})
     return results

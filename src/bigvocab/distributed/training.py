@@ -91,6 +91,10 @@ class DistributedTraining:
             return iter(batches)
         return shard_batches(batches, self.rank, self.world_size)
 
+    def num_batches(self, total: int) -> int:
+        """How many of an epoch's ``total`` batches this rank steps on (see :meth:`batches`)."""
+        return total if self.vocab_parallel else total // self.world_size
+
     def reduce_gradients(self, model: nn.Module) -> None:
         if not self.vocab_parallel:
             average_gradients(model.parameters(), self.group)
@@ -102,6 +106,12 @@ class DistributedTraining:
         total = torch.tensor([value], dtype=torch.float64, device=device)
         dist.all_reduce(total, group=self.group)
         return float(total) / self.world_size
+
+    def max(self, value: int, device: torch.device) -> int:
+        """The largest over ranks of a per-rank integer (the trainer's stop signal, 0 for none)."""
+        total = torch.tensor([value], dtype=torch.int64, device=device)
+        dist.all_reduce(total, op=dist.ReduceOp.MAX, group=self.group)
+        return int(total)
 
     def targets_per_step(self, local: int) -> int:
         return local if self.vocab_parallel else local * self.world_size

@@ -93,7 +93,7 @@ def build_optimizers(model: nn.Module, config: "TrainConfig") -> tuple[list[torc
     """
     make = OPTIMIZER_REGISTRY.get(config.optimizer)
     params = [p for p in model.parameters() if p.requires_grad]
-    declared = getattr(model, "sparse_parameters", lambda: [])()
+    declared = model.sparse_parameters()
     sparse_ids = {id(p) for p in declared if p.requires_grad}
     sparse = [p for p in params if id(p) in sparse_ids]
     dense = [p for p in params if id(p) not in sparse_ids]

@@ -13,13 +13,15 @@ leaves only ``config.json`` and perhaps ``metrics.jsonl``; a plain retry replace
 from __future__ import annotations
 
 import datetime
+import errno
 import os
 import socket
+import warnings
 from pathlib import Path
 from typing import Mapping, Union
 
 from bigvocab.errors import ConfigError, RunLockedError
-from bigvocab.files import remove_stale_temporaries
+from bigvocab.files import remove_stale_temporaries, write_error
 
 try:  # POSIX; elsewhere runs go unlocked
     import fcntl
@@ -33,9 +35,11 @@ CHECKPOINTS = ("last.pt", "best.pt")
 LOCK_FILE = ".lock"
 
 #: How the options are spelled in messages: keyword arguments for Python callers...
-PYTHON_SPELLING = {"resume": "resume=True", "overwrite": "overwrite=True", "out": "out_dir"}
+PYTHON_SPELLING = {"resume": "resume=True", "overwrite": "overwrite=True", "out": "out_dir", "corpus": "corpus",
+                   "allow_changed_corpus": "allow_changed_corpus=True"}
 #: ... and flags for the command line.
-CLI_SPELLING = {"resume": "--resume", "overwrite": "--overwrite", "out": "--out"}
+CLI_SPELLING = {"resume": "--resume", "overwrite": "--overwrite", "out": "--out", "corpus": "--corpus",
+                "allow_changed_corpus": "--allow-changed-corpus"}
 
 PathLike = Union[str, os.PathLike]
 
@@ -102,9 +106,13 @@ class RunLock:
             self._held[key][1] += 1
             return self
         made = not self.out_dir.exists()
-        self.out_dir.mkdir(parents=True, exist_ok=True)
         try:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
             fd = self._lock(Path(key) / LOCK_FILE) if fcntl is not None else -1
+        except OSError as error:
+            if made:
+                _remove_if_empty(Path(key))
+            raise write_error(self.out_dir, error) from None
         except BaseException:
             if made:
                 _remove_if_empty(Path(key))
@@ -133,7 +141,12 @@ class RunLock:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
+            except OSError as error:
+                if error.errno not in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES):
+                    # a file system without locks (some network mounts): the run goes on unlocked
+                    warnings.warn(f"cannot lock {str(path)!r} ({error.strerror}); nothing stops a second run "
+                                  "from writing into this directory at the same time", stacklevel=4)
+                    break
                 holder = _read_holder(fd)
                 os.close(fd)
                 raise RunLockedError(

@@ -81,8 +81,8 @@ class Trainer:
     """Trains ``model`` on ``train_ids`` and validates on ``valid_ids`` once per epoch.
 
     Args:
-        model: a :class:`bigvocab.models.base.LanguageModel` (``batches``, ``loss``, ``log_prob``,
-            ``sparse_parameters``).
+        model: a :class:`bigvocab.models.base.WordModel` (``batches``, ``loss``, ``sparse_parameters``,
+            ``has_distribution``; ``log_prob`` when it has a distribution).
         train_ids: (N,) token ids of the training split.
         valid_ids: (M,) token ids for validation perplexity, or None (then there is no best.pt,
             no early stopping, and the plateau schedule is refused).
@@ -118,8 +118,8 @@ class Trainer:
         self.device = resolve_device(self.config.device)
         self.train_ids = _check_ids("train_ids", train_ids, required=True)
         self.valid_ids = _check_ids("valid_ids", valid_ids, required=False)
-        # Models without an output layer (the C&W ranking model) have no perplexity.
-        self.can_validate = self.valid_ids is not None and getattr(model, "output", True) is not None
+        # Models without a normalised distribution (the C&W ranking model) have no perplexity.
+        self.can_validate = self.valid_ids is not None and model.has_distribution
         if SCHEDULE_REGISTRY.get(self.config.lr_schedule).needs_validation and not self.can_validate:
             others = ", ".join(name for name in SCHEDULE_REGISTRY.names()
                                if not SCHEDULE_REGISTRY.get(name).needs_validation)
@@ -139,7 +139,7 @@ class Trainer:
                                   "norm spans the ranks); train without clip_norm")
             distributed.prepare(self.model)
         self.optimizers, self._dense_params = build_optimizers(self.model, self.config)
-        declared = getattr(self.model, "sparse_parameters", lambda: [])()
+        declared = self.model.sparse_parameters()
         self._undeclared = {id(p) for p in self._dense_params} - {id(p) for p in declared}
         # position and history (everything a checkpoint must restore)
         self.epoch = 0  # completed epochs
@@ -173,6 +173,7 @@ class Trainer:
         train_ids: Tensor,
         valid_ids: Optional[Tensor] = None,
         *,
+        checkpoint: Optional[dict[str, Any]] = None,
         distributed: Optional[DistributedTraining] = None,
         **overrides: Any,
     ) -> "Trainer":
@@ -180,6 +181,7 @@ class Trainer:
 
         ``model`` must be built as for the original run (its weights are replaced). Only the
         options in ``RESUME_OVERRIDES`` may change (e.g. ``epochs=20`` to train longer).
+        ``checkpoint`` is ``last.pt`` when the caller has already read it.
         """
         check_out_dir(out_dir, resume=True)
         bad = sorted(set(overrides) - set(RESUME_OVERRIDES))
@@ -187,7 +189,8 @@ class Trainer:
             raise ConfigError(
                 f"cannot change {', '.join(bad)} when resuming; only {', '.join(RESUME_OVERRIDES)} may change"
             )
-        checkpoint = load_checkpoint(Path(out_dir) / "last.pt")
+        if checkpoint is None:
+            checkpoint = load_checkpoint(Path(out_dir) / "last.pt")
         try:
             config = TrainConfig.from_dict({**checkpoint["config"], **overrides})
         except KeyError:
@@ -245,7 +248,7 @@ class Trainer:
             while self.epoch < config.epochs and not self.stopped_early and not self._step_limit_reached():
                 if self._train_epoch():
                     self._finish_epoch()
-                self._stop_if_signalled()
+                self._stop_if_signalled(self._agreed_signal())
         return self.result()
 
     def load_model_state(self, state: dict[str, Any]) -> None:
@@ -290,22 +293,41 @@ class Trainer:
                 raise KeyboardInterrupt
             self._stop_signal = number
 
-        previous = {number: signal.signal(number, ask_to_stop) for number in STOP_SIGNALS}
+        # a signal the process was started to ignore (nohup, a background job) stays ignored
+        previous = {number: signal.signal(number, ask_to_stop) for number in STOP_SIGNALS
+                    if signal.getsignal(number) is not signal.SIG_IGN}
         try:
             yield
+        except KeyboardInterrupt as error:
+            raise type(error)(f"stopped at once (a second signal does not wait for the save); "
+                              f"{str(self.out_dir / 'last.pt')!r} holds the last checkpoint finished before it, "
+                              "if any") from None
         finally:
             for number, handler in previous.items():
                 signal.signal(number, handler)
 
-    def _stop_if_signalled(self) -> None:
-        """After a signal: the run is saved (the caller wrote last.pt); say so and where."""
-        if self._stop_signal is None:
+    def _agreed_signal(self) -> Optional[int]:
+        """The signal after which the run stops now, or None. Under torchrun every rank must stop at
+        the same step (saving is a collective, and a rank left stepping would wait at the next one
+        for ever), and a signal may reach one rank only (``kill PID``) or the ranks a step apart
+        (Ctrl-C, torchrun forwarding SIGTERM): so the ranks agree, with one small all-reduce per
+        step, and any rank's signal stops them all."""
+        number = self._stop_signal
+        if self.distributed is not None and self.out_dir is not None:
+            number = self.distributed.max(number or 0, self.device) or None
+        return number
+
+    def _stop_if_signalled(self, number: Optional[int]) -> None:
+        """After the signal ``number`` (from :meth:`_agreed_signal`): the run is saved (the caller
+        wrote last.pt); say so and where."""
+        if number is None:
             return
-        number, self._stop_signal = self._stop_signal, None
+        self._stop_signal = None
         path = self.out_dir / "last.pt"
+        where = f"in epoch {self.epoch + 1}" if self.step_in_epoch else f"the end of epoch {self.epoch}"
         raise TrainingInterrupted(
-            f"{signal.Signals(number).name} received: stopped after epoch {self.epoch + (self.step_in_epoch > 0)} "
-            f"step {self.step} and saved {str(path)!r}; Trainer.resume(out_dir, ...) continues the run",
+            f"{signal.Signals(number).name} received: stopped after step {self.step} ({where}) and saved "
+            f"{str(path)!r}; Trainer.resume(out_dir, ...) continues the run",
             signal_number=number, checkpoint=path, step=self.step,
         )
 
@@ -378,8 +400,9 @@ class Trainer:
             set_rng_state(self._resumed_rng)
             self._resumed_rng = None
         self.model.train()
-        bar = tqdm(total=self.steps_per_epoch, initial=self.step_in_epoch, unit="batch", leave=False,
-                   desc=f"epoch {self.epoch + 1}/{config.epochs}", disable=not (config.progress and self._writes),
+        bar = tqdm(total=self.steps_per_epoch or self._num_batches(), initial=self.step_in_epoch, unit="batch",
+                   leave=False, desc=f"epoch {self.epoch + 1}/{config.epochs}",
+                   disable=not (config.progress and self._writes),
                    file=sys.stderr, dynamic_ncols=True, mininterval=0.5)
         window = {"loss": 0.0, "targets": 0, "time": time.perf_counter()}
         started, tokens_before = window["time"], self.tokens
@@ -393,9 +416,10 @@ class Trainer:
                     self._log_window(window, bar)
                 if config.checkpoint_every and self.step % config.checkpoint_every == 0:
                     self._save("last.pt")
-                if self._stop_signal is not None:
+                stop = self._agreed_signal()
+                if stop is not None:
                     self._save("last.pt")
-                    self._stop_if_signalled()
+                    self._stop_if_signalled(stop)
                 if self._step_limit_reached():
                     if next(batches, None) is None:  # the limit fell on the epoch's last batch
                         break
@@ -413,6 +437,11 @@ class Trainer:
         batches = iter(self.model.batches(self.train_ids, self.config.batch_size, train=True,
                                           generator=epoch_generator(self.config.seed, epoch)))
         return self.distributed.batches(batches) if self.distributed is not None else batches
+
+    def _num_batches(self) -> Optional[int]:
+        """Steps in one epoch of this process when the model can count its batches without drawing them."""
+        total = self.model.num_batches(self.train_ids, self.config.batch_size)
+        return self.distributed.num_batches(total) if self.distributed is not None and total is not None else total
 
     def _train_step(self, batch: dict[str, Any]) -> tuple[float, int]:
         batch = batch_to(batch, self.device)
