@@ -11,7 +11,7 @@ them passes them always and never needs to know which layer reads what.
 from __future__ import annotations
 
 import difflib
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping
 
 from bigvocab.errors import ConfigError
 from bigvocab.registry import OUTPUTS, SAMPLERS, SCORERS, Registry, keyword_options

@@ -8,8 +8,7 @@ import pytest
 import bigvocab
 from bigvocab.bench.peers import PEERS
 from bigvocab.bench.selection import all_candidates, candidate_by_label, select_candidates
-from bigvocab.outputs.trees import TREE_KINDS
-from bigvocab.registry import OUTPUTS
+from bigvocab.registry import OUTPUTS, TREES
 
 
 def labels(candidates) -> list[str]:
@@ -41,7 +40,7 @@ def test_patterns_select_by_label_or_method_and_full_always_leads():
 
 
 def test_hsm_pattern_expands_to_every_tree_and_brackets_are_literal():
-    assert labels(select_candidates(["hsm*"])) == ["full"] + [f"hsm[{v}]" for v in TREE_KINDS]
+    assert labels(select_candidates(["hsm*"])) == ["full"] + [f"hsm[{v}]" for v in TREES.names()]
     # fnmatch would read "[class]" as a character class; an exact label wins.
     assert labels(select_candidates(["hsm[class]"])) == ["full", "hsm[class]"]
     assert candidate_by_label("hsm[class]").options == {"tree": "class"}

@@ -312,7 +312,8 @@ def _speed_caption(config: BenchConfig) -> str:
         "set (VmHWM after − VmRSS before) over the first training step in a separate process whose allocator "
         "returns freed blocks (CPU), or `torch.cuda.max_memory_allocated` growth (GPU); parameters excluded. "
         "Required GFLOP: the arithmetic the method must do (its declared cost model, see "
-        "`bigvocab.outputs.cost`); `(counted)` marks layers without one, whose executed matmul flops are used. % of matmul rate: required flops / "
+        "`bigvocab.outputs.cost`); `(counted)` marks layers without one, whose executed matmul flops are used. "
+        "% of matmul rate: required flops / "
         "step time / the best dense matmul rate measured below."
     )
 

@@ -2,7 +2,8 @@
 trees) plus the registered peers.
 
 Rows are read from the registries and the layers' ``variants`` at run time, so a newly
-registered layer appears in the table without any change here. ``--outputs`` patterns (:mod:`fnmatch`, comma-separated) select among
+registered layer appears in the table without any change here. ``--outputs`` patterns
+(:mod:`fnmatch`, comma-separated) select among
 them; ``full`` is always run because every ratio is taken against it.
 """
 

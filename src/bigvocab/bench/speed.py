@@ -3,7 +3,7 @@
 For each V, one workload (hidden states, unigram-distributed targets) is shared by all rows. The
 reference ``full`` is warmed up once; each row is built, warmed up (its first training step runs
 under a flop counter), and then timed in ``repeats`` pairs with ``full`` (see
-:mod:`bigvocab.bench.stats`). ``full`` itself is paired with itself: its spread is the noise of
+:mod:`bigvocab.bench.timing`). ``full`` itself is paired with itself: its spread is the noise of
 the measurement. A row that fails to build or to run an operation keeps its place and its error.
 """
 
@@ -16,7 +16,7 @@ from typing import Callable, Optional
 import torch
 
 from bigvocab.bench.config import BenchConfig
-from bigvocab.bench.flops import counted_flops, required_train_cost
+from bigvocab.bench.roofline import counted_flops, required_train_cost
 from bigvocab.bench.memory import MIB
 from bigvocab.bench.operations import (
     OPERATIONS,
@@ -29,8 +29,7 @@ from bigvocab.bench.operations import (
 )
 from bigvocab.bench.selection import Candidate
 from bigvocab.bench.side_data import build_layer, synthetic_side_data
-from bigvocab.bench.stats import paired_speedup
-from bigvocab.bench.timing import inner_loop_size, paired_timings, seconds_per_call, synchronize
+from bigvocab.bench.timing import inner_loop_size, paired_speedup, paired_timings, seconds_per_call, synchronize
 from bigvocab.outputs.base import OutputLayer
 
 @dataclass

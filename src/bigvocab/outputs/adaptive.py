@@ -192,7 +192,9 @@ class AdaptiveSoftmax(OutputLayer):
         )
 
 
-def cluster_cost(head: nn.Linear, edges: Sequence[int], tail: Sequence[nn.Module], target: Tensor, *, training: bool) -> Cost:
+def cluster_cost(
+    head: nn.Linear, edges: Sequence[int], tail: Sequence[nn.Module], target: Tensor, *, training: bool
+) -> Cost:
     """Adaptive softmax (Grave et al. 2017, eq. 5): every row pays the head (shortlist + one logit
     per cluster); a row whose target lies in cluster i, ids [edges[i], edges[i + 1]), also pays
     the cluster's projection H -> h_i and its |V_i| outputs of width h_i. ``tail[i]`` is the

@@ -33,8 +33,8 @@ from bigvocab.errors import ConfigError
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.outputs.functional import DEFAULT_CHUNK_ELEMENTS, gather_rows
 from bigvocab.outputs.cost import Cost, dot_cost, hidden_cost
-from bigvocab.outputs.trees import TREE_KINDS, Tree, build_tree, segment_ranges, walk_up
-from bigvocab.registry import OUTPUTS
+from bigvocab.outputs.trees import Tree, build_tree, segment_ranges, walk_up
+from bigvocab.registry import OUTPUTS, TREES
 from bigvocab.validation import check_flag, check_positive_int
 
 _TREE_STATE = ("node_parent", "node_position", "leaf_parent", "leaf_position")
@@ -119,7 +119,7 @@ class HierarchicalSoftmax(OutputLayer):
 
     sparse_grad = True
     topk_by_search = True
-    variants = {kind: {"tree": kind} for kind in TREE_KINDS}
+    variants = {kind: {"tree": kind} for kind in TREES.names()}
 
     def __init__(
         self,

@@ -101,9 +101,7 @@ class SamplingOutput(ScoredOutput):
         **scorer_options: Any,
     ) -> None:
         super().__init__(in_features, num_classes, **scorer_options)
-        if num_samples is None:
-            num_samples = min(default_num_samples, num_classes - 1)
-        self.num_samples = check_num_samples(num_samples, num_classes)
+        self.num_samples = check_num_samples(num_samples, num_classes, default=default_num_samples)
         self.shared = check_flag("shared", shared)
         name, options = default_sampler
         self.sampler = resolve_sampler(sampler, num_classes, counts, name, **self.factory_kwargs(), **options)

@@ -52,9 +52,7 @@ class TargetSampling(ScoredOutput):
         **scorer_options: Any,
     ) -> None:
         super().__init__(in_features, num_classes, **scorer_options)
-        self.num_samples = check_num_samples(
-            min(1024, num_classes - 1) if num_samples is None else num_samples, num_classes
-        )
+        self.num_samples = check_num_samples(num_samples, num_classes, default=1024)
         if counts is None:
             frequent = torch.arange(self.num_samples)
         else:

@@ -39,7 +39,7 @@ from bigvocab.registry import SAMPLERS
 from bigvocab.samplers.base import Sampler
 from bigvocab.samplers.learned import LearnedSampler, refresh_due
 from bigvocab.samplers.unigram import UnigramSampler
-from bigvocab.validation import check_positive_float, check_positive_int, check_probability
+from bigvocab.validation import check_nonnegative_float, check_positive_float, check_positive_int, check_probability
 
 
 def _merge_before_saving(module: "BigramSampler", prefix: str, keep_vars: bool) -> None:
@@ -86,9 +86,7 @@ class BigramSampler(Sampler):
         if num_buckets < 2:
             raise ConfigError(f"num_buckets must be at least 2 (bucket 0 is for unseen contexts), got {num_buckets}")
         check_probability("initial_weight", initial_weight, allow_zero=False, allow_one=False)
-        if isinstance(mixture_rate, bool) or not isinstance(mixture_rate, (int, float)) or not mixture_rate >= 0:
-            raise ConfigError(f"mixture_rate must be a number >= 0, got {mixture_rate!r}")
-        self.mixture_rate = float(mixture_rate)
+        self.mixture_rate = check_nonnegative_float("mixture_rate", mixture_rate)
         self.refresh_fraction = check_positive_float("refresh", refresh)
         factory = {"device": device, "dtype": dtype}
         self.unigram: Sampler = (

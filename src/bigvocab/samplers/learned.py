@@ -17,7 +17,7 @@ from bigvocab.errors import ConfigError
 from bigvocab.registry import SAMPLERS
 from bigvocab.samplers.alias import AliasSampler, AliasTable
 from bigvocab.samplers.base import as_counts
-from bigvocab.validation import check_positive_float
+from bigvocab.validation import check_nonnegative_float, check_positive_float
 
 
 def refresh_due(added: float, base: float, fraction: float) -> bool:
@@ -52,8 +52,7 @@ class LearnedSampler(AliasSampler):
         dtype: Optional[torch.dtype] = None,
     ) -> None:
         super().__init__(num_classes, device=device, dtype=dtype)
-        if isinstance(prior, bool) or not isinstance(prior, (int, float)) or not prior >= 0:
-            raise ConfigError(f"prior must be a number >= 0, got {prior!r}")
+        check_nonnegative_float("prior", prior)
         self.refresh_fraction = check_positive_float("refresh", refresh)
         initial = torch.full((num_classes,), float(prior), dtype=torch.float64)
         if counts is not None:

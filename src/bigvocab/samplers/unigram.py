@@ -6,7 +6,6 @@ flattened unigram of word2vec's negative sampling (Mikolov et al. 2013).
 
 from __future__ import annotations
 
-import math
 from typing import Optional, Sequence, Union
 
 import torch
@@ -16,6 +15,7 @@ from bigvocab.errors import ConfigError
 from bigvocab.registry import SAMPLERS
 from bigvocab.samplers.alias import AliasSampler, AliasTable
 from bigvocab.samplers.base import as_counts
+from bigvocab.validation import check_nonnegative_float
 
 
 @SAMPLERS.register("unigram")
@@ -44,9 +44,7 @@ class UnigramSampler(AliasSampler):
                 "the 'unigram' sampler needs counts= (the training frequency of each class); pass counts, "
                 "or choose a sampler that does not need them: 'uniform', 'log_uniform' or 'learned'"
             )
-        if isinstance(power, bool) or not isinstance(power, (int, float)) or not math.isfinite(power) or power < 0:
-            raise ConfigError(f"power must be a finite number >= 0, got {power!r}")
-        self.power = float(power)
+        self.power = check_nonnegative_float("power", power)
         self.table = AliasTable(as_counts(counts, num_classes, "unigram sampler").pow(self.power), device=device)
 
     def extra_repr(self) -> str:

@@ -7,8 +7,7 @@ import pytest
 import torch
 
 import bigvocab
-from bigvocab.bench.flops import counted_flops, required_train_cost
-from bigvocab.bench.matmul_rate import measure_matmul_rate
+from bigvocab.bench.roofline import counted_flops, measure_matmul_rate, required_train_cost
 from bigvocab.bench.peers import PEERS, LinearCrossEntropyPeer, TorchAdaptivePeer
 from bigvocab.factory import build
 from bigvocab.registry import OUTPUTS
