@@ -166,6 +166,7 @@ def speed_table(rows: list[dict]) -> str:
         "Required GFLOP",
         "Achieved GFLOP/s",
         "% of matmul rate",
+        "% of roofline",
         "Status",
     ]
     lines = []
@@ -189,6 +190,7 @@ def speed_table(rows: list[dict]) -> str:
                 + ("" if str(row.get("flops_source", "formula")) == "formula" else " (counted)"),
                 fmt.number(row.get("achieved_gflops")),
                 fmt.percent(None if fraction is None else 100 * fraction),
+                fmt.percent(None if row.get("roofline_fraction") is None else 100 * row["roofline_fraction"]),
                 _status_cell(row),
             ]
         )
@@ -243,6 +245,15 @@ def matmul_table(matmul: dict) -> str:
     return _table(["Product (m x k x n)", "GFLOP/s"], lines)
 
 
+def bandwidth_table(bandwidth: dict) -> str:
+    names = {
+        "stream_gbps": "streaming copy",
+        "gather_gbps": "row gather (index_select)",
+        "scatter_gbps": "row scatter-add (index_add_)",
+    }
+    return _table(["Memory operation", "GB/s"], [[label, fmt.number(bandwidth[key])] for key, label in names.items()])
+
+
 def write_markdown(results: dict, config: BenchConfig, path: Path, *, plots: Optional[list[Path]] = None) -> Path:
     speed, quality = results.get("speed", []), results.get("quality", [])
     parts = [
@@ -257,6 +268,8 @@ def write_markdown(results: dict, config: BenchConfig, path: Path, *, plots: Opt
     if speed:
         parts += ["## Speed (raw)", _speed_caption(config), speed_table(speed)]
         parts += ["## Dense matrix-multiply rate", matmul_table(results["matmul"])]
+        if results.get("bandwidth"):
+            parts += ["## Memory bandwidth", bandwidth_table(results["bandwidth"])]
     if quality:
         parts += ["## Quality (raw)", _quality_caption(config), quality_table(quality)]
     parts += ["## Machine", machine_table(results["machine"])]
@@ -314,7 +327,11 @@ def _speed_caption(config: BenchConfig) -> str:
         "Required GFLOP: the arithmetic the method must do (its declared cost model, see "
         "`bigvocab.outputs.cost`); `(counted)` marks layers without one, whose executed matmul flops are used. "
         "% of matmul rate: required flops / "
-        "step time / the best dense matmul rate measured below."
+        "step time / the best dense matmul rate measured below. "
+        "% of roofline: the step's limit on this machine over its time, the limit being the larger of its "
+        "compute time (required flops / matmul rate) and its memory time (declared bytes streamed / copy "
+        "bandwidth + declared bytes gathered as scattered rows / the slower of gather and scatter bandwidth, "
+        "measured below); 100% is the hardware limit."
     )
 
 

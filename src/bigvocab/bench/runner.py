@@ -16,9 +16,9 @@ from bigvocab.bench.memory import measure_memory
 from bigvocab.bench.plots import write_plots
 from bigvocab.bench.quality import quality_tasks, run_quality_task
 from bigvocab.bench.report import summarise, write_csv, write_json, write_markdown
-from bigvocab.bench.roofline import matmul_shapes, measure_matmul_rate
+from bigvocab.bench.roofline import add_roofline_fractions, matmul_shapes, measure_bandwidth, measure_matmul_rate
 from bigvocab.bench.selection import select_candidates
-from bigvocab.bench.speed import add_matmul_fractions, measure_vocab
+from bigvocab.bench.speed import measure_vocab
 from bigvocab.errors import ConfigError
 from bigvocab.validation import check_nonnegative_int, check_positive_float, check_positive_int
 
@@ -114,6 +114,8 @@ def _speed_phase(config: BenchConfig, device: torch.device, candidates, results:
     shapes = matmul_shapes(config.hidden, config.batch)
     matmul = measure_matmul_rate(shapes, device, seed=config.seed)
     printer.line(f"dense matmul rate: {matmul['best_gflops']:.1f} GFLOP/s (best of {len(shapes)} shapes)")
+    bandwidth = measure_bandwidth(device, seed=config.seed)
+    printer.line(_bandwidth_line(bandwidth))
     printer.line(
         f"\nspeed: H={config.hidden}, N={config.batch}, {config.repeats} paired repetitions\n{formatting.SPEED_HEADER}"
     )
@@ -135,9 +137,19 @@ def _speed_phase(config: BenchConfig, device: torch.device, candidates, results:
         again = measure_matmul_rate(shapes, device, seed=config.seed)
         if again["best_gflops"] > matmul["best_gflops"]:
             matmul = again
-    results["matmul"] = matmul
-    add_matmul_fractions(results["speed"], matmul["best_gflops"])
+        again = measure_bandwidth(device, seed=config.seed)
+        bandwidth = {key: max(value, again[key]) for key, value in bandwidth.items()}
+    results["matmul"], results["bandwidth"] = matmul, bandwidth
+    add_roofline_fractions(results["speed"], {"best_gflops": matmul["best_gflops"], **bandwidth})
     printer.line(f"best dense matmul rate of the run: {matmul['best_gflops']:.1f} GFLOP/s")
+    printer.line("best " + _bandwidth_line(bandwidth))
+
+
+def _bandwidth_line(bandwidth: dict) -> str:
+    return (
+        f"memory bandwidth: stream {bandwidth['stream_gbps']:.1f} GB/s, gather {bandwidth['gather_gbps']:.1f} GB/s, "
+        f"scatter {bandwidth['scatter_gbps']:.1f} GB/s"
+    )
 
 
 def _memory_spec(config: BenchConfig, candidates, vocab_size: int) -> dict:

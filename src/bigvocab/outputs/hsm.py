@@ -225,7 +225,8 @@ class HierarchicalSoftmax(OutputLayer):
         vectors = sum(float((self.tree.arity[node] - 1).sum()) for _, node, _ in self.tree.walk_up(target.cpu()))
         size = self.element_size()
         weights = vectors * (self.in_features + (self.bias is not None))
-        return dot_cost(vectors, self.in_features, weights, element_size=size, training=training) + hidden_cost(
+        path_rows = dot_cost(vectors, self.in_features, weights, element_size=size, training=training, gathered=True)
+        return path_rows + hidden_cost(
             target.numel(), self.in_features, element_size=size, training=training
         )
 
