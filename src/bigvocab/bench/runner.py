@@ -18,6 +18,7 @@ from bigvocab.bench.quality import quality_tasks, run_quality_task
 from bigvocab.bench.report import summarise, write_csv, write_json, write_markdown
 from bigvocab.bench.roofline import add_roofline_fractions, matmul_shapes, measure_bandwidth, measure_matmul_rate
 from bigvocab.bench.selection import select_candidates
+from bigvocab.bench.recommend import recommend
 from bigvocab.bench.speed import measure_vocab
 from bigvocab.errors import ConfigError
 from bigvocab.validation import check_nonnegative_int, check_positive_float, check_positive_int
@@ -71,7 +72,8 @@ def run_bench(config: BenchConfig, *, stream: Optional[TextIO] = None) -> dict:
     """Run the benchmark ``config`` describes and write its files to ``config.out`` (if set).
 
     Returns the results: ``config``, ``machine``, ``approaches`` (row labels in order),
-    ``matmul``, ``speed`` and ``quality`` rows, ``summary`` (the comparison table), ``notes``,
+    ``matmul``, ``bandwidth``, ``speed`` and ``quality`` rows, ``summary`` (the comparison table),
+    ``recommendation`` (:func:`~bigvocab.bench.recommend.recommend`), ``notes``,
     ``phase_seconds``, ``files`` and ``wall_seconds``. Lines of the terminal table go to ``stream`` (None: silent).
     """
     started = time.perf_counter()
@@ -104,6 +106,7 @@ def run_bench(config: BenchConfig, *, stream: Optional[TextIO] = None) -> dict:
     finally:
         printer.close()
     results["summary"] = summarise(results)
+    results["recommendation"] = recommend(results["quality"])
     results["wall_seconds"] = time.perf_counter() - started
     if config.out is not None:
         results["files"] = [str(p) for p in write_outputs(results, config, Path(config.out))]
