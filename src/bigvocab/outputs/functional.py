@@ -48,10 +48,17 @@ def chunk_size_for(num_rows: int, num_classes: int, max_elements: Optional[int])
 
 
 def _chunk_logits(hidden: Tensor, weight: Tensor, bias: Optional[Tensor], start: int, stop: int) -> Tensor:
-    logits = hidden @ weight[start:stop].t()
-    if bias is not None:
-        logits = logits + bias[start:stop]
-    return logits
+    if bias is None:
+        return hidden @ weight[start:stop].t()
+    # The bias enters the product's output (addmm) rather than a second (N, chunk) pass.
+    return torch.addmm(bias[start:stop], hidden, weight[start:stop].t())
+
+
+def _logsumexp_(logits: Tensor) -> Tensor:
+    """log Σ exp over dim 1 of (N, C) ``logits``, which it overwrites: no (N, C) temporaries."""
+    peak = logits.amax(dim=1)
+    peak = torch.where(torch.isfinite(peak), peak, torch.zeros_like(peak))
+    return peak + torch.log(logits.sub_(peak.unsqueeze(1)).exp_().sum(dim=1))
 
 
 class _ChunkedLogSumExp(torch.autograd.Function):
@@ -67,7 +74,7 @@ class _ChunkedLogSumExp(torch.autograd.Function):
         log_z = hidden.new_full((hidden.shape[0],), float("-inf"))
         for start in range(0, num_classes, chunk):
             logits = _chunk_logits(hidden, weight, bias, start, min(start + chunk, num_classes))
-            log_z = torch.logaddexp(log_z, torch.logsumexp(logits, dim=1))
+            log_z = torch.logaddexp(log_z, _logsumexp_(logits))
         target_logit = (hidden * weight.index_select(0, target)).sum(1)
         if bias is not None:
             target_logit = target_logit + bias.index_select(0, target)

@@ -298,7 +298,7 @@ class HierarchicalSoftmax(OutputLayer):
         for lo, hi in zip(offsets[:-1], offsets[1:]):
             below = log_p[lo:hi] + F.logsigmoid(-logits[lo:hi])  # position 0
             log_p.index_copy_(0, children[lo:hi, 0], below)
-            log_p.index_copy_(0, children[lo:hi, 1], below.add_(logits[lo:hi]))  # position 1 adds the logit
+            log_p.index_copy_(0, children[lo:hi, 1], below + logits[lo:hi])  # position 1 adds the logit
         return log_p[num_nodes:]
 
     def _general_levels(self, logits: Tensor) -> Tensor:
