@@ -115,11 +115,14 @@ def test_flat_model_and_flat_proposal_need_one_block():
     assert layer.last_num_samples == 8 and layer.last_ess == pytest.approx(8)
 
 
+@pytest.mark.parametrize("union", [True, False], ids=["product-over-distinct-ids", "gathered-rows"])
 @pytest.mark.parametrize("shared", [True, False])
-def test_gradient_matches_autograd_through_the_formula(shared):
+def test_gradient_matches_autograd_through_the_formula(shared, union, monkeypatch):
     """The step's gradients (to hidden, rows and biases) equal autograd through the estimator
     written on the full score matrix with the same draws, blocks and kept draws included: the
-    blocks chosen without autograd and rescored in one call change the computation, not the maths."""
+    blocks chosen without autograd and rescored in one call change the computation, not the maths
+    (whether the draws are scored by one product over their distinct ids or by gathered rows)."""
+    monkeypatch.setattr("bigvocab.outputs.ais.UNION_FACTOR", 10**9 if union else 0)
     torch.manual_seed(0)
     layer = bigvocab.create_output(
         "ais", H, V, sampler="uniform", num_samples=3, min_ess=2.0, max_samples=9, shared=shared
@@ -184,7 +187,7 @@ def test_training_with_context_adapts_the_proposal():
 def test_defaults_and_options():
     layer = bigvocab.create_output("ais", H, 200)
     assert type(layer.sampler).registered_name == "bigram"
-    assert (layer.num_samples, layer.min_ess, layer.max_samples, layer.shared) == (64, 16.0, 1024, True)
+    assert (layer.num_samples, layer.min_ess, layer.max_samples, layer.shared) == (64, 16.0, 1024, False)
     with pytest.raises(ConfigError, match="max_samples=4 is smaller"):
         bigvocab.create_output("ais", H, V, num_samples=8, max_samples=4)
     with pytest.raises(ConfigError, match="min_ess"):

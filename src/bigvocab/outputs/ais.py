@@ -40,8 +40,10 @@ def effective_sample_size(log_weights: Tensor) -> Tensor:
 
 
 #: Score per-row draws through one product over their distinct ids while those number at most this
-#: many times the draws per row (a (N, U) product against N·M gathered rows; see ``_pair_logits``).
-UNION_FACTOR = 16
+#: many times the draws per row (a (N, U) product against N·M gathered rows; see ``_pair_logits``):
+#: on 2 CPU cores at H = 256 the product won from U ~ 10 M (the gathered (N, M, H) block pays
+#: page faults and a slow batched matrix-vector product), and lost 6x at U ~ 57 M.
+UNION_FACTOR = 32
 
 
 @OUTPUTS.register("ais")
@@ -59,13 +61,19 @@ class AdaptiveImportanceSampling(SamplingOutput):
         shared: when the proposal ignores the context (an unconditional sampler, or no context
             given), draw each block once for the whole batch: every example still averages k
             draws from the Q its estimate divides by, so each example's estimator is unchanged,
-            and a block costs one (N, H) x (H, k) product instead of N·k gathered rows. Draws
-            that depend on the context are always per example.
+            and a block costs one (N, H) x (H, k) product instead of N·k gathered rows. The
+            examples' errors are then correlated (every example pushes down the same few rows),
+            which with small k and a large step size can make training unstable, so draws are
+            per example by default. Draws that depend on the context are always per example.
         scorer, bias, max_chunk_elements, device, dtype, **scorer_options: as for ``full``.
+
+    Variants: ``per-example`` (the default) and ``shared`` draws.
 
     After each ``loss`` call, ``last_num_samples`` (most draws any example used) and
     ``last_ess`` (mean ESS) describe the step.
     """
+
+    variants = {"per-example": {}, "shared": {"shared": True}}
 
     def __init__(
         self,
@@ -77,7 +85,7 @@ class AdaptiveImportanceSampling(SamplingOutput):
         counts: Optional[Sequence[float]] = None,
         min_ess: Optional[float] = None,
         max_samples: Optional[int] = None,
-        shared: bool = True,
+        shared: bool = False,
         **scorer_options: Any,
     ) -> None:
         super().__init__(
