@@ -41,7 +41,7 @@ class QualityConfig:
     #: tokens of the Brown training split used per layer (None: all 800k, i.e. one epoch).
     brown_train_tokens: Optional[int] = 200_000
     #: training wall time of every layer (evaluation excluded).
-    budget_seconds: float = 5.0
+    budget_seconds: float = 4.0
     #: fractions of the budget at which the exact test perplexity is measured (the last is 1).
     checkpoints: tuple[float, ...] = (0.125, 0.25, 0.5, 1.0)
     #: intra-op threads while training (None: torch's setting). The NNLM's matrices are small, so
@@ -94,7 +94,7 @@ class BenchConfig:
     @classmethod
     def quick(cls, **overrides) -> "BenchConfig":
         """Under ten minutes on two quiet CPU cores: V in {10k, 100k}, N = 128, three repetitions,
-        quality runs of 5 s of training per layer on 25k-token splits."""
+        quality runs of 4 s of training per layer on 25k-token splits."""
         return cls(mode="quick", **overrides)
 
     @classmethod
