@@ -17,8 +17,9 @@ contexts. Measured on the synthetic language (V = 5,000, 200k tokens, NNLM, 2 ep
 perplexity; ``full`` 564), with Adam: α = 0.1 gives 700 at γ = 0.1, 606 at γ = 0.5, 581 at
 γ = 1; α = 0.5 and 1 give 941 and 970 at γ = 0.1 (log Z 1.0 and 0.5). With SGD (lr 0.5; ``full``
 907) γ = 0.1 and γ = 1 give the same 1009 and 1011: the expected gradient does not depend on γ,
-and the cost of a small γ is the variance of the 1/γ-weighted penalty inside Adam's step-size
-estimate. The defaults stay α = 0.1, γ = 0.1, Andreas & Klein's ten-fold saving.
+so the cost of a small γ comes with Adam (most likely the variance of the 1/γ-weighted penalty
+in its per-parameter step size). The defaults stay α = 0.1, γ = 0.1: the ten-fold saving that
+Andreas & Klein report.
 """
 
 from __future__ import annotations
