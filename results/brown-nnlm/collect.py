@@ -1,20 +1,22 @@
 """Collect the runs of ``run.sh`` into the markdown table of ``README.md`` in this folder.
 
-Usage: python results/brown-nnlm/collect.py RUNS_DIR NAME [NAME ...] > table.md
+Usage: python results/brown-nnlm/collect.py [--reference PPL] RUNS_DIR NAME [NAME ...] > table.md
 
 Each NAME is a row: the runs ``RUNS_DIR/brown-nnlm-NAME-sSEED`` written by ``run.sh``, one per
 seed. A row shows the mean and the sample standard deviation over its seeds of the exact test
-perplexity, its ratio to the first row's mean, the best validation perplexity and epoch, the
+perplexity, its ratio to the first row's mean (or to ``--reference``, e.g. a ``full`` figure from
+runs not at hand), the best validation perplexity and epoch, the
 epochs run and the training wall time (each as the mean, with the per-seed values where they
 help), and the exact log normaliser on the test split (mean ± std over the test contexts of the
 seed-0 run) for the layers with a single softmax normaliser.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
-import sys
 from pathlib import Path
+from typing import Optional
 
 import torch
 
@@ -40,11 +42,11 @@ def describe(checkpoint: dict, summary: dict) -> str:
     return summary["output"] + (f" ({', '.join(parts)})" if parts else "")
 
 
-def main(runs: Path, names: list[str]) -> None:
+def main(runs: Path, names: list[str], reference: Optional[float] = None) -> None:
     torch.set_num_threads(1)
-    reference = None
     corpus = None
-    print("| run | model | output layer | seeds | test ppl (mean ± std) | vs first row | "
+    versus = "vs first row" if reference is None else f"vs {reference:g}"
+    print(f"| run | model | output layer | seeds | test ppl (mean ± std) | {versus} | "
           "best valid ppl (epoch) per seed | epochs per seed | train s (mean) | test log Z mean ± std (seed 0) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name in names:
@@ -76,4 +78,9 @@ def main(runs: Path, names: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), sys.argv[2:])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reference", type=float, help="perplexity the 'vs' column divides by")
+    parser.add_argument("runs", type=Path)
+    parser.add_argument("names", nargs="+")
+    args = parser.parse_args()
+    main(args.runs, args.names, args.reference)
