@@ -16,9 +16,9 @@ the expected gradient equals the maximum-likelihood one up to how much log Z var
 contexts. Measured on the synthetic language (V = 5,000, 200k tokens, NNLM, 2 epochs, exact test
 perplexity; ``full`` 564; ``results/brown-nnlm/ablations.sh``), with Adam: α = 0.1 gives 702 at
 γ = 0.1, 610 at γ = 0.5, 582 at γ = 1; α = 0.5 and 1 give 940 and 970 at γ = 0.1 (log Z 1.0 and
-0.5). With SGD (lr 0.5; ``full`` 900) γ = 0.1 and γ = 1 give the same 1011 and 1010: the expected gradient does not depend on γ,
-so the cost of a small γ comes with Adam (most likely the variance of the 1/γ-weighted penalty
-in its per-parameter step size). The defaults stay α = 0.1, γ = 0.1: the ten-fold saving that
+0.5). With SGD (lr 0.5; ``full`` 900) γ = 0.1 and γ = 1 give the same 1011 and 1010: the
+expected gradient does not depend on γ, so the cost of a small γ comes with Adam (most likely
+the variance of the 1/γ-weighted penalty in its per-parameter step size). The defaults stay α = 0.1, γ = 0.1: the ten-fold saving that
 Andreas & Klein report.
 """
 

@@ -21,10 +21,10 @@ where it is a target, and there it is a negative for all N examples: its gradien
 its average probability within V' is 1/N instead of its frequency q_w, so every word rarer than
 1/N is over-predicted by about 1/(N q_w). On Brown (τ = 1024, |V| = 14k) that gave 16x the full
 softmax's perplexity (3,233 against 199; 180 with the correction), and building V' from longer
-stretches of text (Jean et al.'s partitions) only moves N. The default corrects each logit by the log of the word's inclusion probability,
-Bengio & Senécal's correction for a candidate set (as ``sampled`` with ``unique=True``):
-π_w = 1 for the words of F_j, and π_w = 1 - (1 - q_w)^N for the other targets, the probability
-that w is among N draws from the data.
+stretches of text (Jean et al.'s partitions) only moves N. The default corrects each logit by
+the log of the word's inclusion probability, Bengio & Senécal's correction for a candidate set
+(as ``sampled`` with ``unique=True``): π_w = 1 for the words of F_j, and π_w = 1 - (1 - q_w)^N
+for the other targets, the probability that w is among N draws from the data.
 
     loss = log Σ_{w ∈ V'} exp(s_w - log π_w) - (s_t - log π_t)   (correction=True)
 
