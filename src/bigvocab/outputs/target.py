@@ -28,8 +28,9 @@ for the other targets, the probability that w is among N draws from the data.
 
     loss = log Σ_{w ∈ V'} exp(s_w - log π_w) - (s_t - log π_t)   (correction=True)
 
-Σ_{w ∈ V'} exp(s_w) / π_w is then an unbiased estimate of the full normaliser. The cost is one
-(N, |V'|) block and sparse gradients on the |V'| rows, as in the paper.
+Σ_{w ∈ V'} exp(s_w) / π_w is then an unbiased estimate of the full normaliser (exactly so for V'
+drawn from the data alone; with the top-up, up to the cut j, which depends on the targets). The
+cost is one (N, |V'|) block and sparse gradients on the |V'| rows, as in the paper.
 """
 
 from __future__ import annotations
