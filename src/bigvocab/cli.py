@@ -41,15 +41,6 @@ TRAIN_OPTIONS = ("epochs", "batch_size", "optimizer", "lr", "momentum", "weight_
 #: Options that may be given with --resume (see bigvocab.train.RESUME_OVERRIDES).
 RESUMABLE = ("epochs", "max_steps", "device", "log_every", "patience", "checkpoint_every")
 
-#: skipgram and cbow train with gensim's defaults where the user gave no value: negative sampling,
-#: alpha=0.025 decaying linearly to min_alpha=1e-4 by plain SGD (the models make lr a step per
-#: example, see bigvocab.models.word2vec), 5 epochs, min_count=5, and no early stopping (the
-#: linear schedule assumes the whole run; word2vec keeps the last vectors). --patience 0 is "never".
-WORD2VEC_MODELS = ("skipgram", "cbow")
-WORD2VEC_DEFAULTS = {"output": "neg", "lr": 0.025, "lr_schedule": "linear", "min_lr": 1e-4, "optimizer": "sgd",
-                     "epochs": 5, "min_count": 5, "patience": 0}
-#: ... and a hierarchical softmax like word2vec's: node vectors (syn1) from zero, no bias.
-WORD2VEC_OUTPUT_DEFAULTS = {"hsm": {"bias": False, "zero_init": True}}
 
 TRAIN_EXAMPLES = """examples:
   bigvocab train --model nnlm --output full --corpus synthetic:vocab_size=2000,tokens=200000 --epochs 5 --out runs/nnlm
@@ -323,6 +314,7 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
     from bigvocab.checkpoint import atomic_write_text, build_from_meta, load_checkpoint
     from bigvocab.data.corpora import load_corpus
     from bigvocab.data.vocab import Vocab
+    from bigvocab.models.word2vec import WORD2VEC_MODELS
     from bigvocab.registry import MODELS
     from bigvocab.train import Trainer, check_out_dir
 
@@ -394,8 +386,11 @@ def _valid_ids(args: argparse.Namespace, corpus):
 
 
 def _apply_word2vec_defaults(args: argparse.Namespace) -> dict[str, Any]:
-    """Fill the options the user left unset with :data:`WORD2VEC_DEFAULTS`; returns the output
-    layer's word2vec options (the user's ``--output-opt`` still override them)."""
+    """Fill the options the user left unset with gensim's defaults (``WORD2VEC_DEFAULTS`` in
+    bigvocab.models.word2vec); returns the output layer's word2vec options (the user's
+    ``--output-opt`` still override them)."""
+    from bigvocab.models.word2vec import WORD2VEC_DEFAULTS, WORD2VEC_OUTPUT_DEFAULTS
+
     synthetic = (args.corpus or "synthetic").partition(":")[0] == "synthetic"
     for name, value in WORD2VEC_DEFAULTS.items():
         # the synthetic language keeps all its words and refuses a min_count

@@ -62,6 +62,17 @@ from bigvocab.validation import check_positive_int
 #: Centre words turned into examples at a time (bounds the memory of one chunk).
 CENTRES_PER_CHUNK = 1 << 14
 
+#: skipgram and cbow train with gensim's defaults where the user gave no value (``bigvocab train``
+#: and :class:`bigvocab.Word2Vec` read them): negative sampling, alpha=0.025 decaying linearly to
+#: min_alpha=1e-4 by plain SGD (the models make lr a step per example, see above), 5 epochs,
+#: min_count=5, and no early stopping (the linear schedule assumes the whole run; word2vec keeps
+#: the last vectors). Names are those of ``TrainConfig`` / the CLI; patience 0 is "never".
+WORD2VEC_MODELS = ("skipgram", "cbow")
+WORD2VEC_DEFAULTS = {"output": "neg", "lr": 0.025, "lr_schedule": "linear", "min_lr": 1e-4, "optimizer": "sgd",
+                     "epochs": 5, "min_count": 5, "patience": 0}
+#: ... and a hierarchical softmax like word2vec's: node vectors (syn1) from zero, no bias.
+WORD2VEC_OUTPUT_DEFAULTS = {"hsm": {"bias": False, "zero_init": True}}
+
 
 @dataclass
 class SkipGramConfig:

@@ -1,0 +1,249 @@
+"""word2vec's per-example SGD updates, compiled with numba (``nogil``, so threads run them at once).
+
+The arrays are numpy views of the bigvocab model's tensors (no copies):
+
+* ``syn0`` (V, H): the input embedding (``model.embedding.weight``);
+* ``syn1`` (R, H): the output layer's weight -- ``neg``: one row per word (word2vec's ``syn1neg``);
+  ``hsm``: one row per binary tree node (word2vec's ``syn1``).
+
+Every update is one SGD step of size ``alpha`` on one example's loss, taken in order, as in
+word2vec.c (Mikolov et al. 2013) and gensim: the output rows move first from the old input
+vector, and the input vector then moves by the error accumulated against the old output rows.
+With the torch models' losses (``bigvocab.models.word2vec``) that is exactly ``param -= alpha *
+grad`` for one example whose output rows are distinct (tests/word2vec/test_kernels.py).
+
+* negative sampling, label 1 for the target and 0 for k negatives drawn from the noise
+  distribution (a negative equal to the target is skipped, as word2vec does):
+  ``g = alpha (label - sigmoid(l1 . u))``.
+* hierarchical softmax along the target's Huffman path, ``label`` = the child position taken
+  (``hsm``'s convention: position 1 has probability sigmoid(h . u)):
+  ``g = alpha (label - sigmoid(l1 . u))``.
+
+Random numbers come from word2vec.c's linear congruential generator, one state per thread, so
+a single-thread run is reproducible for a seed.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+_LCG_A = np.uint64(25214903917)
+_LCG_C = np.uint64(11)
+_SHIFT = np.uint64(16)
+_INV_2_48 = 1.0 / float(1 << 48)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def next_uniform(rng: np.ndarray) -> float:
+    """A uniform draw in [0, 1) from word2vec.c's LCG (its top 48 bits); advances ``rng[0]``."""
+    rng[0] = rng[0] * _LCG_A + _LCG_C
+    return float(rng[0] >> _SHIFT) * _INV_2_48
+
+
+@njit(nogil=True, cache=True, inline="always")
+def draw_noise(accept: np.ndarray, alias: np.ndarray, rng: np.ndarray) -> int:
+    """One id from the alias table (Walker 1977): a uniform bucket, then one biased coin."""
+    bucket = int(next_uniform(rng) * accept.shape[0])
+    if next_uniform(rng) < accept[bucket]:
+        return bucket
+    return alias[bucket]
+
+
+@njit(nogil=True, cache=True, fastmath=True, inline="always")
+def dot(a: np.ndarray, b: np.ndarray) -> float:
+    total = np.float32(0.0)
+    for i in range(a.shape[0]):
+        total += a[i] * b[i]
+    return total
+
+
+@njit(nogil=True, cache=True, fastmath=True, inline="always")
+def axpy(alpha: float, x: np.ndarray, y: np.ndarray) -> None:
+    """y += alpha x."""
+    a = np.float32(alpha)
+    for i in range(x.shape[0]):
+        y[i] += a * x[i]
+
+
+@njit(nogil=True, cache=True, inline="always")
+def sigmoid(f: float) -> float:
+    return 1.0 / (1.0 + math.exp(-f))
+
+
+@njit(nogil=True, cache=True)
+def output_step(l1, syn1, row, label, alpha, work) -> None:
+    """One output row's SGD step: ``work`` gathers the input-side error, the row moves."""
+    u = syn1[row]
+    g = (label - sigmoid(dot(l1, u))) * alpha
+    axpy(g, u, work)
+    axpy(g, l1, u)
+
+
+@njit(nogil=True, cache=True)
+def neg_steps(l1, syn1, target, negatives, alpha, work) -> None:
+    """The target (label 1) then the given negatives (label 0, skipped when equal to the target)."""
+    output_step(l1, syn1, target, 1.0, alpha, work)
+    for j in range(negatives.shape[0]):
+        if negatives[j] != target:
+            output_step(l1, syn1, negatives[j], 0.0, alpha, work)
+
+
+@njit(nogil=True, cache=True)
+def hs_steps(l1, syn1, target, path_offsets, path_rows, path_codes, alpha, work) -> None:
+    """Every decision on the target's tree path, root first."""
+    for d in range(path_offsets[target], path_offsets[target + 1]):
+        output_step(l1, syn1, path_rows[d], float(path_codes[d]), alpha, work)
+
+
+@njit(nogil=True, cache=True)
+def draw_negatives(accept, alias, rng, out) -> None:
+    for j in range(out.shape[0]):
+        out[j] = draw_noise(accept, alias, rng)
+
+
+@njit(nogil=True, cache=True)
+def output_steps(l1, syn1, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work) -> None:
+    """The output side of one example; ``work`` (H,) must start at zero."""
+    if hs:
+        hs_steps(l1, syn1, target, path_offsets, path_rows, path_codes, alpha, work)
+    else:
+        neg_steps(l1, syn1, target, negatives, alpha, work)
+
+
+@njit(nogil=True, cache=True)
+def sg_pair(syn0, syn1, source, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work) -> None:
+    """Skip-gram on one pair: ``syn0[source]`` predicts ``target``."""
+    work[:] = 0.0
+    l1 = syn0[source]
+    output_steps(l1, syn1, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work)
+    axpy(1.0, work, l1)
+
+
+@njit(nogil=True, cache=True)
+def cbow_window(
+    syn0, syn1, context, count, target, cbow_mean, hs, path_offsets, path_rows, path_codes, negatives, alpha,
+    neu1, work,
+) -> None:
+    """CBOW on one window: the mean (or sum) of ``syn0[context[:count]]`` predicts ``target``.
+
+    Every context word receives the whole error of the mean (gensim's ``cbow_mean=1``) or
+    1/count of the error of the sum (``cbow_mean=0``), as word2vec.c and gensim do.
+    """
+    neu1[:] = 0.0
+    for c in range(count):
+        axpy(1.0, syn0[context[c]], neu1)
+    scale = 1.0 / count
+    if cbow_mean:
+        for i in range(neu1.shape[0]):
+            neu1[i] *= scale
+    work[:] = 0.0
+    output_steps(neu1, syn1, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work)
+    share = 1.0 if cbow_mean else scale
+    for c in range(count):
+        axpy(share, work, syn0[context[c]])
+
+
+@njit(nogil=True, cache=True)
+def sg_window_shared(syn0, syn1, context, count, target, negatives, alpha, grads, dots) -> None:
+    """HogBatch (Ji et al. 2016) on one window: the ``count`` context words all predict
+    ``target`` against ONE negative set, so the (count, k + 1) dot products form one small matrix
+    product and every update is computed from the window's old values before any is applied.
+
+    ``grads`` (>= count, H) and ``dots`` (>= count, k + 1) are scratch.
+    """
+    k = negatives.shape[0]
+    for c in range(count):
+        l1 = syn0[context[c]]
+        dots[c, 0] = (1.0 - sigmoid(dot(l1, syn1[target]))) * alpha
+        for j in range(k):
+            if negatives[j] == target:
+                dots[c, j + 1] = 0.0
+            else:
+                dots[c, j + 1] = -sigmoid(dot(l1, syn1[negatives[j]])) * alpha
+    for c in range(count):
+        g = grads[c]
+        g[:] = 0.0
+        axpy(dots[c, 0], syn1[target], g)
+        for j in range(k):
+            axpy(dots[c, j + 1], syn1[negatives[j]], g)
+    for c in range(count):
+        l1 = syn0[context[c]]
+        axpy(dots[c, 0], l1, syn1[target])
+        for j in range(k):
+            axpy(dots[c, j + 1], l1, syn1[negatives[j]])
+    for c in range(count):
+        axpy(1.0, grads[c], syn0[context[c]])
+
+
+#: word2vec.c's MAX_SENTENCE_LENGTH (gensim's too): longer sentences are cut into pieces this long.
+MAX_SENTENCE = 10000
+
+
+@njit(nogil=True, cache=True)
+def train_sentence(
+    syn0, syn1, sentence, n, sg, hs, shared, cbow_mean, window, shrink, accept, alias, path_offsets, path_rows,
+    path_codes, alpha, rng, context, negatives, neu1, work, grads, dots,
+) -> None:
+    """Every centre of ``sentence[:n]`` in order, with word2vec's reduced window: a radius drawn
+    uniformly in 1..window (``shrink``) or always ``window``; windows stop at the sentence ends.
+    Skip-gram takes the pairs as word2vec.c and gensim do: each context word's input vector
+    predicts the centre."""
+    for i in range(n):
+        radius = window - int(next_uniform(rng) * window) if shrink else window
+        lo = max(0, i - radius)
+        hi = min(n, i + radius + 1)
+        count = 0
+        for j in range(lo, hi):
+            if j != i:
+                context[count] = sentence[j]
+                count += 1
+        if count == 0:
+            continue
+        centre = sentence[i]
+        if sg and shared and not hs:
+            draw_negatives(accept, alias, rng, negatives)
+            sg_window_shared(syn0, syn1, context, count, centre, negatives, alpha, grads, dots)
+        elif sg:
+            for c in range(count):
+                if not hs:
+                    draw_negatives(accept, alias, rng, negatives)
+                sg_pair(syn0, syn1, context[c], centre, hs, path_offsets, path_rows, path_codes, negatives, alpha, work)
+        else:
+            if not hs:
+                draw_negatives(accept, alias, rng, negatives)
+            cbow_window(syn0, syn1, context, count, centre, cbow_mean, hs, path_offsets, path_rows, path_codes,
+                        negatives, alpha, neu1, work)
+
+
+@njit(nogil=True, cache=True)
+def train_chunk(
+    stream, start, end, min_words, keep_prob, syn0, syn1, sg, hs, shared, cbow_mean, window, shrink, accept, alias,
+    path_offsets, path_rows, path_codes, alpha, rng, sentence, context, negatives, neu1, work, grads, dots,
+):
+    """Train on the sentences of ``stream`` from ``start``, stopping at the first sentence end
+    after ``min_words`` words (or at ``end``). ``stream`` holds word ids with -1 after each
+    sentence. Frequent words are dropped first, each with probability 1 - ``keep_prob[w]``
+    (Mikolov et al. 2013), so windows reach over them. Returns (next position, words read,
+    words kept by the subsampling)."""
+    pos = start
+    read = 0
+    kept = 0
+    while pos < end and read < min_words:
+        n = 0
+        length = 0
+        while pos < end and stream[pos] >= 0 and length < MAX_SENTENCE:
+            w = stream[pos]
+            pos += 1
+            length += 1
+            if keep_prob[w] >= 1.0 or next_uniform(rng) < keep_prob[w]:
+                sentence[n] = w
+                n += 1
+        if pos < end and stream[pos] < 0:
+            pos += 1
+        read += length
+        kept += n
+        train_sentence(syn0, syn1, sentence, n, sg, hs, shared, cbow_mean, window, shrink, accept, alias,
+                       path_offsets, path_rows, path_codes, alpha, rng, context, negatives, neu1, work, grads, dots)
+    return pos, read, kept
