@@ -104,44 +104,65 @@ def keep_words(
     return list(words), list(counts)
 
 
-def _encode(sentence: Sequence[str], index: dict[str, int], unk_id: int) -> list[int]:
-    get = index.get
-    return [i for i in (get(w, unk_id) for w in sentence) if i >= 0]
+#: Id of a word that is dropped from the stream (under min_count, or unseen without ``unk``).
+DROP = -2
 
 
-def encode(
-    sentences: Iterable[Sequence[str]], index: dict[str, int], unk: Optional[str] = None
-) -> tuple[np.ndarray, int]:
+def encoding_index(found: VocabScan, words: Sequence[str], unk: Optional[str] = None) -> dict[str, int]:
+    """word -> id for every word seen in the scan: the kept words' ids, the others ``unk``'s id or
+    DROP. Knowing every word lets :func:`encode` map a sentence at C speed."""
+    index = dict.fromkeys(found.counts, words.index(unk) if unk is not None else DROP)
+    index.update((word, i) for i, word in enumerate(words))
+    return index
+
+
+def _encode_sentences(sentences: Iterable[Sequence[str]], index: dict[str, int], unseen: int) -> Iterator[list[int]]:
+    """Each sentence's ids, -1 appended; words absent from ``index`` get ``unseen``."""
+    lookup, get = index.__getitem__, index.get
+    for sentence in sentences:
+        try:
+            ids = list(map(lookup, sentence))
+        except KeyError:  # a word not in the scanned corpus
+            ids = [get(word, unseen) for word in sentence]
+        ids.append(-1)
+        yield ids
+
+
+def _finish(ids: list[int]) -> np.ndarray:
+    array = np.array(ids, dtype=np.int32)
+    return array[array != DROP]
+
+
+def encode(sentences: Iterable[Sequence[str]], index: dict[str, int], unseen: int = DROP) -> tuple[np.ndarray, int]:
     """The in-memory stream (int32, -1 after each sentence) and its number of words."""
-    unk_id = index[unk] if unk is not None else -1
     ids: list[int] = []
     sentences_read = 0
-    for sentence in sentences:
-        ids.extend(_encode(sentence, index, unk_id))
-        ids.append(-1)
+    for sentence in _encode_sentences(sentences, index, unseen):
+        ids.extend(sentence)
         sentences_read += 1
-    return np.asarray(ids, dtype=np.int32), len(ids) - sentences_read
+    stream = _finish(ids)
+    return stream, stream.shape[0] - sentences_read
 
 
 def encode_to_file(
-    sentences: Iterable[Sequence[str]], index: dict[str, int], path: PathLike, unk: Optional[str] = None
+    sentences: Iterable[Sequence[str]], index: dict[str, int], path: PathLike, unseen: int = DROP
 ) -> tuple[np.ndarray, int]:
     """The stream written to ``path`` block by block and memory-mapped read-only, and its
     number of words."""
-    unk_id = index[unk] if unk is not None else -1
     block: list[int] = []
     written = sentences_read = 0
     with open(path, "wb") as handle:
-        for sentence in sentences:
-            block.extend(_encode(sentence, index, unk_id))
-            block.append(-1)
+        for sentence in _encode_sentences(sentences, index, unseen):
+            block.extend(sentence)
             sentences_read += 1
             if len(block) >= _BLOCK:
-                np.asarray(block, dtype=np.int32).tofile(handle)
-                written += len(block)
+                part = _finish(block)
+                part.tofile(handle)
+                written += part.shape[0]
                 block = []
-        np.asarray(block, dtype=np.int32).tofile(handle)
-        written += len(block)
+        part = _finish(block)
+        part.tofile(handle)
+        written += part.shape[0]
     if written == 0:
         return np.zeros(0, dtype=np.int32), 0
     return np.memmap(path, dtype=np.int32, mode="r", shape=(written,)), written - sentences_read

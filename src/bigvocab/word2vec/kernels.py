@@ -9,8 +9,9 @@ The arrays are numpy views of the bigvocab model's tensors (no copies):
 Every update is one SGD step of size ``alpha`` on one example's loss, taken in order, as in
 word2vec.c (Mikolov et al. 2013) and gensim: the output rows move first from the old input
 vector, and the input vector then moves by the error accumulated against the old output rows.
-With the torch models' losses (``bigvocab.models.word2vec``) that is exactly ``param -= alpha *
-grad`` for one example whose output rows are distinct (tests/word2vec/test_kernels.py).
+With the torch models' losses (``bigvocab.models.word2vec``) that is ``param -= alpha * grad``
+for one example whose output rows are distinct (tests/word2vec/test_kernels.py), up to the
+sigmoid table's 1e-6 and word2vec's skip of saturated outputs (see :func:`step_size`).
 
 * negative sampling, label 1 for the target and 0 for k negatives drawn from the noise
   distribution (a negative equal to the target is skipped, as word2vec does):
@@ -24,8 +25,6 @@ a single-thread run is reproducible for a seed.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import njit
 
@@ -35,93 +34,118 @@ _SHIFT = np.uint64(16)
 _INV_2_48 = 1.0 / float(1 << 48)
 
 
-@njit(nogil=True, cache=True, inline="always")
+#: LLVM's fast-math flags minus "no NaN / no Inf" (so NaN checks keep working): reductions vectorise.
+#: Every kernel carries them, because numba-level inlining keeps the caller's flags.
+FAST = {"nsz", "arcp", "contract", "afn", "reassoc"}
+
+
+@njit(nogil=True, cache=True, fastmath=FAST, inline="always")
 def next_uniform(rng: np.ndarray) -> float:
     """A uniform draw in [0, 1) from word2vec.c's LCG (its top 48 bits); advances ``rng[0]``."""
     rng[0] = rng[0] * _LCG_A + _LCG_C
     return float(rng[0] >> _SHIFT) * _INV_2_48
 
 
-@njit(nogil=True, cache=True, inline="always")
+@njit(nogil=True, cache=True, fastmath=FAST, inline="always")
 def draw_noise(accept: np.ndarray, alias: np.ndarray, rng: np.ndarray) -> int:
-    """One id from the alias table (Walker 1977): a uniform bucket, then one biased coin."""
-    bucket = int(next_uniform(rng) * accept.shape[0])
-    if next_uniform(rng) < accept[bucket]:
+    """One id from the alias table (Walker 1977) with one draw: its integer part times V picks
+    the bucket, its fractional part (still 48 - log2 V random bits) is the biased coin."""
+    scaled = next_uniform(rng) * accept.shape[0]
+    bucket = int(scaled)
+    if scaled - bucket < accept[bucket]:
         return bucket
     return alias[bucket]
 
 
-@njit(nogil=True, cache=True, fastmath=True, inline="always")
-def dot(a: np.ndarray, b: np.ndarray) -> float:
+# Rows are addressed as (matrix, row) rather than as views ``m[row]``: a view costs a reference
+# count update, and all threads would update the same counter.
+@njit(nogil=True, cache=True, fastmath=FAST, inline="always")
+def dot(a: np.ndarray, i: int, b: np.ndarray, j: int) -> float:
+    """a[i] . b[j]."""
     total = np.float32(0.0)
-    for i in range(a.shape[0]):
-        total += a[i] * b[i]
+    for k in range(a.shape[1]):
+        total += a[i, k] * b[j, k]
     return total
 
 
-@njit(nogil=True, cache=True, fastmath=True, inline="always")
-def axpy(alpha: float, x: np.ndarray, y: np.ndarray) -> None:
-    """y += alpha x."""
+@njit(nogil=True, cache=True, fastmath=FAST, inline="always")
+def axpy(alpha: float, x: np.ndarray, i: int, y: np.ndarray, j: int) -> None:
+    """y[j] += alpha x[i]."""
     a = np.float32(alpha)
-    for i in range(x.shape[0]):
-        y[i] += a * x[i]
+    for k in range(x.shape[1]):
+        y[j, k] += a * x[i, k]
 
 
-@njit(nogil=True, cache=True, inline="always")
+#: sigmoid is read from a table over [-MAX_EXP, MAX_EXP] with linear interpolation (error under
+#: 1e-6; word2vec.c and gensim read a 1000-entry table without interpolation), and is 0 or 1 beyond.
+MAX_EXP = 6.0
+_TABLE_SIZE = 1024
+_SCALE = _TABLE_SIZE / (2 * MAX_EXP)
+SIGMOID_TABLE = (1.0 / (1.0 + np.exp(-(np.arange(_TABLE_SIZE + 1) / _SCALE - MAX_EXP)))).astype(np.float32)
+
+
+@njit(nogil=True, cache=True, fastmath=FAST, inline="always")
 def sigmoid(f: float) -> float:
-    return 1.0 / (1.0 + math.exp(-f))
+    if f >= MAX_EXP:
+        return 1.0
+    if f <= -MAX_EXP:
+        return 0.0
+    x = (f + MAX_EXP) * _SCALE
+    i = int(x)
+    return SIGMOID_TABLE[i] + (x - i) * (SIGMOID_TABLE[i + 1] - SIGMOID_TABLE[i])
 
 
-@njit(nogil=True, cache=True)
-def output_step(l1, syn1, row, label, alpha, work) -> None:
-    """One output row's SGD step: ``work`` gathers the input-side error, the row moves."""
-    u = syn1[row]
-    g = (label - sigmoid(dot(l1, u))) * alpha
-    axpy(g, u, work)
-    axpy(g, l1, u)
+@njit(nogil=True, cache=True, fastmath=FAST, inline="always")
+def step_size(f: float, label: float, alpha: float) -> float:
+    """``alpha (label - sigmoid(f))``, or 0 when f is beyond MAX_EXP on the label's side: the
+    error is then under 0.0025 and word2vec.c and gensim skip the update (they also skip a
+    hierarchical-softmax node saturated the wrong way, which this keeps)."""
+    if (label > 0.5 and f >= MAX_EXP) or (label < 0.5 and f <= -MAX_EXP):
+        return 0.0
+    return (label - sigmoid(f)) * alpha
 
 
-@njit(nogil=True, cache=True)
-def neg_steps(l1, syn1, target, negatives, alpha, work) -> None:
-    """The target (label 1) then the given negatives (label 0, skipped when equal to the target)."""
-    output_step(l1, syn1, target, 1.0, alpha, work)
-    for j in range(negatives.shape[0]):
-        if negatives[j] != target:
-            output_step(l1, syn1, negatives[j], 0.0, alpha, work)
+@njit(nogil=True, cache=True, fastmath=FAST, inline="always")
+def output_step(l1, li, syn1, row, label, alpha, work) -> None:
+    """One output row's SGD step for the input ``l1[li]``: ``work[0]`` gathers the input-side
+    error, the row moves."""
+    g = step_size(dot(l1, li, syn1, row), label, alpha)
+    if g != 0.0:
+        axpy(g, syn1, row, work, 0)
+        axpy(g, l1, li, syn1, row)
 
 
-@njit(nogil=True, cache=True)
-def hs_steps(l1, syn1, target, path_offsets, path_rows, path_codes, alpha, work) -> None:
-    """Every decision on the target's tree path, root first."""
-    for d in range(path_offsets[target], path_offsets[target + 1]):
-        output_step(l1, syn1, path_rows[d], float(path_codes[d]), alpha, work)
+@njit(nogil=True, cache=True, fastmath=FAST, inline="always")
+def output_steps(l1, li, syn1, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work) -> None:
+    """The output side of one example; ``work`` (1, H) must start at zero. Negative sampling:
+    the target (label 1), then the negatives (label 0; one equal to the target is skipped).
+    Hierarchical softmax: every decision on the target's tree path, root first."""
+    if hs:
+        for d in range(path_offsets[target], path_offsets[target + 1]):
+            output_step(l1, li, syn1, path_rows[d], float(path_codes[d]), alpha, work)
+    else:
+        output_step(l1, li, syn1, target, 1.0, alpha, work)
+        for j in range(negatives.shape[0]):
+            if negatives[j] != target:
+                output_step(l1, li, syn1, negatives[j], 0.0, alpha, work)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, fastmath=FAST, inline="always")
 def draw_negatives(accept, alias, rng, out) -> None:
     for j in range(out.shape[0]):
         out[j] = draw_noise(accept, alias, rng)
 
 
-@njit(nogil=True, cache=True)
-def output_steps(l1, syn1, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work) -> None:
-    """The output side of one example; ``work`` (H,) must start at zero."""
-    if hs:
-        hs_steps(l1, syn1, target, path_offsets, path_rows, path_codes, alpha, work)
-    else:
-        neg_steps(l1, syn1, target, negatives, alpha, work)
-
-
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, fastmath=FAST, inline="always")
 def sg_pair(syn0, syn1, source, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work) -> None:
-    """Skip-gram on one pair: ``syn0[source]`` predicts ``target``."""
-    work[:] = 0.0
-    l1 = syn0[source]
-    output_steps(l1, syn1, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work)
-    axpy(1.0, work, l1)
+    """Skip-gram on one pair: ``syn0[source]`` predicts ``target``; ``work`` is (1, H) scratch."""
+    for k in range(work.shape[1]):
+        work[0, k] = 0.0
+    output_steps(syn0, source, syn1, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work)
+    axpy(1.0, work, 0, syn0, source)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, fastmath=FAST, inline="always")
 def cbow_window(
     syn0, syn1, context, count, target, cbow_mean, hs, path_offsets, path_rows, path_codes, negatives, alpha,
     neu1, work,
@@ -129,23 +153,24 @@ def cbow_window(
     """CBOW on one window: the mean (or sum) of ``syn0[context[:count]]`` predicts ``target``.
 
     Every context word receives the whole error of the mean (gensim's ``cbow_mean=1``) or
-    1/count of the error of the sum (``cbow_mean=0``), as word2vec.c and gensim do.
+    1/count of the error of the sum (``cbow_mean=0``), as word2vec.c and gensim do. ``neu1``
+    and ``work`` are (1, H) scratch.
     """
-    neu1[:] = 0.0
+    neu1[0, :] = 0.0
     for c in range(count):
-        axpy(1.0, syn0[context[c]], neu1)
+        axpy(1.0, syn0, context[c], neu1, 0)
     scale = 1.0 / count
     if cbow_mean:
-        for i in range(neu1.shape[0]):
-            neu1[i] *= scale
-    work[:] = 0.0
-    output_steps(neu1, syn1, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work)
+        for k in range(neu1.shape[1]):
+            neu1[0, k] *= scale
+    work[0, :] = 0.0
+    output_steps(neu1, 0, syn1, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work)
     share = 1.0 if cbow_mean else scale
     for c in range(count):
-        axpy(share, work, syn0[context[c]])
+        axpy(share, work, 0, syn0, context[c])
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, fastmath=FAST, inline="always")
 def sg_window_shared(syn0, syn1, context, count, target, negatives, alpha, grads, dots) -> None:
     """HogBatch (Ji et al. 2016) on one window: the ``count`` context words all predict
     ``target`` against ONE negative set, so the (count, k + 1) dot products form one small matrix
@@ -155,33 +180,30 @@ def sg_window_shared(syn0, syn1, context, count, target, negatives, alpha, grads
     """
     k = negatives.shape[0]
     for c in range(count):
-        l1 = syn0[context[c]]
-        dots[c, 0] = (1.0 - sigmoid(dot(l1, syn1[target]))) * alpha
+        dots[c, 0] = step_size(dot(syn0, context[c], syn1, target), 1.0, alpha)
         for j in range(k):
             if negatives[j] == target:
                 dots[c, j + 1] = 0.0
             else:
-                dots[c, j + 1] = -sigmoid(dot(l1, syn1[negatives[j]])) * alpha
+                dots[c, j + 1] = step_size(dot(syn0, context[c], syn1, negatives[j]), 0.0, alpha)
     for c in range(count):
-        g = grads[c]
-        g[:] = 0.0
-        axpy(dots[c, 0], syn1[target], g)
+        grads[c, :] = 0.0
+        axpy(dots[c, 0], syn1, target, grads, c)
         for j in range(k):
-            axpy(dots[c, j + 1], syn1[negatives[j]], g)
+            axpy(dots[c, j + 1], syn1, negatives[j], grads, c)
     for c in range(count):
-        l1 = syn0[context[c]]
-        axpy(dots[c, 0], l1, syn1[target])
+        axpy(dots[c, 0], syn0, context[c], syn1, target)
         for j in range(k):
-            axpy(dots[c, j + 1], l1, syn1[negatives[j]])
+            axpy(dots[c, j + 1], syn0, context[c], syn1, negatives[j])
     for c in range(count):
-        axpy(1.0, grads[c], syn0[context[c]])
+        axpy(1.0, grads, c, syn0, context[c])
 
 
 #: word2vec.c's MAX_SENTENCE_LENGTH (gensim's too): longer sentences are cut into pieces this long.
 MAX_SENTENCE = 10000
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, fastmath=FAST)
 def train_sentence(
     syn0, syn1, sentence, n, sg, hs, shared, cbow_mean, window, shrink, accept, alias, path_offsets, path_rows,
     path_codes, alpha, rng, context, negatives, neu1, work, grads, dots,
@@ -217,7 +239,7 @@ def train_sentence(
                         negatives, alpha, neu1, work)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, fastmath=FAST)
 def train_chunk(
     stream, start, end, min_words, keep_prob, syn0, syn1, sg, hs, shared, cbow_mean, window, shrink, accept, alias,
     path_offsets, path_rows, path_codes, alpha, rng, sentence, context, negatives, neu1, work, grads, dots,

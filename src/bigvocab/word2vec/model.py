@@ -177,6 +177,7 @@ class Word2Vec:
         words, counts = corpus_io.keep_words(found, self.min_count, self.max_final_vocab, self.unk)
         self.corpus_count, self.corpus_total_words = found.sentences, found.words
         self._build(words, counts)
+        self._index = corpus_io.encoding_index(found, words, self.unk)
 
     def _build(self, words: list[str], counts: list[int]) -> None:
         torch.manual_seed(self.seed)
@@ -191,6 +192,7 @@ class Word2Vec:
                                   words=words, model_kwargs=model_kwargs, output_kwargs=output_kwargs)
         self.counts = list(counts)
         self.wv = KeyedVectors(words, self.module.embedding.weight.detach())
+        self._index = dict(self.wv.key_to_index)
 
     @property
     def uses_engine(self) -> bool:
@@ -275,18 +277,20 @@ class Word2Vec:
 
     def _stream(self, corpus_iterable, corpus_file) -> tuple[np.ndarray, int]:
         sentences = self._sentences(corpus_iterable, corpus_file)
+        unseen = self.wv.key_to_index[self.unk] if self.unk is not None else corpus_io.DROP
         if corpus_file is None:
-            return corpus_io.encode(sentences, self.wv.key_to_index, self.unk)
+            return corpus_io.encode(sentences, self._index, unseen)
         if self._tmp is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="bigvocab-w2v-")
-        return corpus_io.encode_to_file(sentences, self.wv.key_to_index, Path(self._tmp.name) / "stream.i32", self.unk)
+        return corpus_io.encode_to_file(sentences, self._index, Path(self._tmp.name) / "stream.i32", unseen)
 
     # ------------------------------------------------------------------ files
     def save(self, fname_or_handle: PathLike, **kwargs: Any) -> None:
         """Everything needed to go on training or querying: options, vocabulary, weights."""
         if self.module is None:
             raise DataError("nothing to save: build the vocabulary first")
-        state = {key: value for key, value in vars(self).items() if key not in ("module", "wv", "_tmp", "counts")}
+        state = {key: value for key, value in vars(self).items()
+                 if key not in ("module", "wv", "_tmp", "counts", "_index")}
         torch.save({"format": _SAVE_FORMAT, "options": state, "words": self.wv.index_to_key, "counts": self.counts,
                     "module": self.module.state_dict()}, fname_or_handle)
 
