@@ -186,7 +186,8 @@ class Word2Vec:
             model_kwargs["cbow_mean"] = bool(self.cbow_mean)
         output_kwargs = dict(WORD2VEC_OUTPUT_DEFAULTS.get(self.output, {}))
         if self.output == "neg":
-            output_kwargs.update(num_samples=self.negative, ns_exponent=self.ns_exponent)
+            # neg refuses k >= V (the full softmax done badly); gensim allows it on toy vocabularies
+            output_kwargs.update(num_samples=min(self.negative, len(words) - 1), ns_exponent=self.ns_exponent)
         output_kwargs.update(self.output_options)
         self.module = build_model("skipgram" if self.sg else "cbow", len(words), self.output, counts=counts,
                                   words=words, model_kwargs=model_kwargs, output_kwargs=output_kwargs)
@@ -232,8 +233,9 @@ class Word2Vec:
         alpha = self.alpha if start_alpha is None else _check_number("start_alpha", start_alpha, 0)
         min_alpha = self.min_alpha if end_alpha is None else _check_number("end_alpha", end_alpha, 0, alpha)
         stream, words = self._stream(corpus_iterable, corpus_file)
-        if words == 0:
-            raise DataError("the training corpus holds no word of the vocabulary")
+        if words == 0:  # gensim trains nothing and warns
+            warnings.warn("the training corpus holds no word of the vocabulary; nothing was trained", stacklevel=2)
+            return 0, 0
         if self.uses_engine:
             kept = self._train_engine(stream, words, epochs, alpha, min_alpha)
         else:
