@@ -219,6 +219,8 @@ def build_parser() -> Parser:
     group.add_argument("--log-every", type=positive_int, metavar="N", help=f"steps between metrics events (default {defaults.log_every})")
     group.add_argument("--max-steps", type=positive_int, metavar="N", help="stop after N optimiser steps")
     group.add_argument("--checkpoint-every", type=positive_int, metavar="N", help="also save last.pt every N steps")
+    group.add_argument("--workers", type=positive_int, metavar="N",
+                       help="skipgram, cbow with neg or hsm: threads of the compiled engine (default 1)")
     group.add_argument("--no-progress", action="store_true", help="no progress bar")
     group.add_argument("--skip-perplexity", action="store_true",
                        help="no validation or test perplexity (for word vectors: exact evaluation of neg over the "
@@ -316,7 +318,8 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
     from bigvocab.data.vocab import Vocab
     from bigvocab.models.word2vec import WORD2VEC_MODELS
     from bigvocab.registry import MODELS
-    from bigvocab.train import Trainer, check_out_dir
+    from bigvocab.train import TrainConfig, check_out_dir
+    from bigvocab.word2vec.trainer import configure as configure_engine
 
     out = Path(args.out)
     check_out_dir(out, resume=args.resume, overwrite=args.overwrite)
@@ -328,7 +331,8 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
             raise ConfigError(f"{str(out / 'last.pt')!r} was not written by 'bigvocab train'; it cannot be resumed here")
         corpus = load_corpus(meta["corpus"], vocab=Vocab.from_dict(meta["vocab"]), progress=progress)
         model, _ = build_from_meta(meta)
-        trainer = Trainer.resume(out, model, corpus.train, _valid_ids(args, corpus), **overrides)
+        trainer_class = _trainer_class(model, TrainConfig.from_dict(load_checkpoint(out / "last.pt")["config"]), args)
+        trainer = trainer_class.resume(out, model, corpus.train, _valid_ids(args, corpus), **overrides)
     else:
         if not args.model:
             raise ConfigError("--model is required (one of: " + ", ".join(MODELS.names()) + ")")
@@ -353,8 +357,9 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
             meta["output_kwargs"]["tree"] = _clustered_tree(args, corpus.vocab).to_dict()
             meta["tree_vectors"] = str(args.tree_vectors)
         model, _ = build_from_meta(meta)
-        trainer = Trainer(model, corpus.train, _valid_ids(args, corpus), config, out_dir=out, meta=meta,
-                          overwrite=args.overwrite)
+        trainer = _trainer_class(model, config, args)(model, corpus.train, _valid_ids(args, corpus), config,
+                                                      out_dir=out, meta=meta, overwrite=args.overwrite)
+    configure_engine(trainer, args.workers, corpus.vocab)
     start = time.perf_counter()
     result = trainer.fit()
     summary = _summarise(trainer, corpus, result, out, time.perf_counter() - start, args.skip_perplexity)
@@ -379,6 +384,17 @@ def _clustered_tree(args: argparse.Namespace, vocab):
         print(f"note: {missing:,} of {len(vocab):,} words have no vector in {str(args.tree_vectors)!r}; "
               "they are clustered at the mean vector", file=sys.stderr)
     return clustered_tree(vectors)
+
+
+def _trainer_class(model, config, args: argparse.Namespace):
+    """The compiled word2vec engine's trainer where it applies, else the torch Trainer."""
+    from bigvocab.train import Trainer
+    from bigvocab.word2vec.trainer import EngineTrainer, engine_applies
+
+    reason = engine_applies(model, config)
+    if reason is not None and args.workers is not None:
+        raise ConfigError(f"--workers sets the threads of the word2vec engine, which cannot train this run: {reason}")
+    return Trainer if reason is not None else EngineTrainer
 
 
 def _valid_ids(args: argparse.Namespace, corpus):

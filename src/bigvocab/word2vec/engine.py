@@ -60,19 +60,19 @@ def engine_unsupported(model) -> Optional[str]:
     if name not in ("skipgram", "cbow"):
         return f"the engine trains skipgram and cbow, not {name!r}"
     output = model.output
+    if not isinstance(output, (HierarchicalSoftmax, NegativeSampling)):
+        return f"the engine trains neg and hsm layers, not {type(output).__name__}"
     if getattr(output, "bias", None) is not None:
         return "the engine's output layers have no bias (word2vec's); this one has one"
     if isinstance(output, HierarchicalSoftmax):
         return None if output.tree.is_binary else "the engine's hierarchical softmax needs a binary tree"
-    if isinstance(output, NegativeSampling):
-        if output.shared:
-            return "the engine draws negatives per example; shared=True is the torch path's"
-        if not output.remove_accidental_hits:
-            return "the engine skips a negative equal to the target, as word2vec; remove_accidental_hits=False is not"
-        if type(output.sampler).update is not Sampler.update:
-            return "the engine's noise distribution is fixed; this sampler adapts during training"
-        return None
-    return f"the engine trains neg and hsm layers, not {type(output).__name__}"
+    if output.shared:
+        return "the engine draws negatives per example; shared=True is the torch path's"
+    if not output.remove_accidental_hits:
+        return "the engine skips a negative equal to the target, as word2vec; remove_accidental_hits=False is not"
+    if type(output.sampler).update is not Sampler.update:
+        return "the engine's noise distribution is fixed; this sampler adapts during training"
+    return None
 
 
 def _numpy_view(tensor: torch.Tensor) -> np.ndarray:
