@@ -96,20 +96,22 @@ def sigmoid(f: float) -> float:
 
 
 @njit(nogil=True, cache=True, fastmath=FAST, inline="always")
-def step_size(f: float, label: float, alpha: float) -> float:
-    """``alpha (label - sigmoid(f))``, or 0 when f is beyond MAX_EXP on the label's side: the
-    error is then under 0.0025 and word2vec.c and gensim skip the update (they also skip a
-    hierarchical-softmax node saturated the wrong way, which this keeps)."""
+def step_size(f: float, label: float, alpha: float, hs: bool) -> float:
+    """``alpha (label - sigmoid(f))``, or 0 where word2vec.c skips the update: beyond MAX_EXP on
+    the label's side (the error is under 0.0025; for negative sampling word2vec.c's clipped
+    sigmoid gives exactly 0 there) and, for a tree node, beyond MAX_EXP on either side."""
     if (label > 0.5 and f >= MAX_EXP) or (label < 0.5 and f <= -MAX_EXP):
+        return 0.0
+    if hs and (f >= MAX_EXP or f <= -MAX_EXP):
         return 0.0
     return (label - sigmoid(f)) * alpha
 
 
 @njit(nogil=True, cache=True, fastmath=FAST, inline="always")
-def output_step(l1, li, syn1, row, label, alpha, work) -> None:
+def output_step(l1, li, syn1, row, label, alpha, work, hs) -> None:
     """One output row's SGD step for the input ``l1[li]``: ``work[0]`` gathers the input-side
     error, the row moves."""
-    g = step_size(dot(l1, li, syn1, row), label, alpha)
+    g = step_size(dot(l1, li, syn1, row), label, alpha, hs)
     if g != 0.0:
         axpy(g, syn1, row, work, 0)
         axpy(g, l1, li, syn1, row)
@@ -122,12 +124,12 @@ def output_steps(l1, li, syn1, target, hs, path_offsets, path_rows, path_codes, 
     Hierarchical softmax: every decision on the target's tree path, root first."""
     if hs:
         for d in range(path_offsets[target], path_offsets[target + 1]):
-            output_step(l1, li, syn1, path_rows[d], float(path_codes[d]), alpha, work)
+            output_step(l1, li, syn1, path_rows[d], float(path_codes[d]), alpha, work, True)
     else:
-        output_step(l1, li, syn1, target, 1.0, alpha, work)
+        output_step(l1, li, syn1, target, 1.0, alpha, work, False)
         for j in range(negatives.shape[0]):
             if negatives[j] != target:
-                output_step(l1, li, syn1, negatives[j], 0.0, alpha, work)
+                output_step(l1, li, syn1, negatives[j], 0.0, alpha, work, False)
 
 
 @njit(nogil=True, cache=True, fastmath=FAST, inline="always")
@@ -180,12 +182,12 @@ def sg_window_shared(syn0, syn1, context, count, target, negatives, alpha, grads
     """
     k = negatives.shape[0]
     for c in range(count):
-        dots[c, 0] = step_size(dot(syn0, context[c], syn1, target), 1.0, alpha)
+        dots[c, 0] = step_size(dot(syn0, context[c], syn1, target), 1.0, alpha, False)
         for j in range(k):
             if negatives[j] == target:
                 dots[c, j + 1] = 0.0
             else:
-                dots[c, j + 1] = step_size(dot(syn0, context[c], syn1, negatives[j]), 0.0, alpha)
+                dots[c, j + 1] = step_size(dot(syn0, context[c], syn1, negatives[j]), 0.0, alpha, False)
     for c in range(count):
         grads[c, :] = 0.0
         axpy(dots[c, 0], syn1, target, grads, c)
