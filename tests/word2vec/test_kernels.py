@@ -98,3 +98,18 @@ def test_engine_arrays_share_memory_with_the_model():
     a.syn1[5, 1] = -7.0
     assert model.embedding.weight[2, 3].item() == 123.0
     assert model.output.weight[5, 1].item() == -7.0
+
+
+@pytest.mark.parametrize("hs", [False, True])
+def test_saturated_outputs_are_skipped_as_word2vec_does(hs):
+    """Beyond MAX_EXP on the label's side the error is under 0.0025 and nothing moves; on the
+    wrong side negative sampling takes the full step (word2vec.c's clipped sigmoid) and a tree
+    node is skipped (word2vec.c's hierarchical softmax)."""
+    from bigvocab.word2vec.kernels import MAX_EXP, step_size
+
+    f = MAX_EXP + 0.5
+    assert step_size(f, 1.0, ALPHA, hs) == 0.0 and step_size(-f, 0.0, ALPHA, hs) == 0.0
+    wrong = step_size(-f, 1.0, ALPHA, hs)
+    assert wrong == (0.0 if hs else pytest.approx(ALPHA))
+    inside = step_size(0.3, 1.0, ALPHA, hs)
+    assert inside == pytest.approx(ALPHA * (1 - 1 / (1 + np.exp(-0.3))), rel=1e-5)

@@ -17,6 +17,11 @@ Brown corpus gensim scores the same (within its seed-to-seed spread) on this str
 ``<unk>`` included, as on its own sentences. ``train=False`` uses the full window and no
 subsampling, so the examples are deterministic and each appears once.
 
+These models train on the torch path below with any output layer. With ``neg`` or ``hsm`` the
+compiled engine (:mod:`bigvocab.word2vec`) trains the same tensors by word2vec's own per-example
+updates, with sentences and threads, far faster; ``bigvocab train`` and ``bigvocab.Word2Vec`` use
+it where it applies.
+
 Skip-gram predicts each context word from the centre (the papers' formulation; word2vec.c
 predicts the centre from each context word, which gives the same pairs reversed).
 

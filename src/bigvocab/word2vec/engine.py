@@ -29,7 +29,6 @@ from bigvocab.outputs.hsm import HierarchicalSoftmax
 from bigvocab.outputs.neg import NegativeSampling
 from bigvocab.samplers.alias import build_alias_table
 from bigvocab.samplers.base import Sampler
-from bigvocab.word2vec.kernels import MAX_SENTENCE, train_chunk
 
 #: Words per engine call: the learning rate is constant within one (gensim's batch_words).
 CHUNK_WORDS = 10000
@@ -134,6 +133,8 @@ class _Scratch:
     """One thread's work buffers."""
 
     def __init__(self, arrays: EngineArrays, rng_seed: int) -> None:
+        from bigvocab.word2vec.kernels import MAX_SENTENCE  # numba loads on first use, not on import
+
         size = arrays.syn0.shape[1]
         span = 2 * arrays.window
         self.sentence = np.empty(MAX_SENTENCE, dtype=np.int32)
@@ -194,6 +195,8 @@ def train_epoch(
     """One pass over ``stream`` (word ids, -1 after each sentence) with ``workers`` threads;
     returns the words (read, kept by the subsampling). ``words_before`` words of the run were read by earlier epochs (they
     set where the learning rate starts)."""
+    from bigvocab.word2vec.kernels import train_chunk
+
     counter = _Counter(words_before)
     errors: list[BaseException] = []
 
