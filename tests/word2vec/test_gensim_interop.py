@@ -43,6 +43,7 @@ def _tutorial(Word2Vec, tmp_path):
             "n_sim": isinstance(n_sim, (float, np.floating)), "top": len(top), "keys": len(keys)}
 
 
+@pytest.mark.filterwarnings("ignore:the training corpus holds no word")  # gensim only logs it
 def test_a_gensim_tutorial_runs_after_changing_only_the_import(tmp_path):
     (tmp_path / "g").mkdir()
     (tmp_path / "b").mkdir()
