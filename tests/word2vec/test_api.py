@@ -89,6 +89,7 @@ def test_other_output_layers_train_on_the_torch_path(small_corpus):
     (dict(sentences=[["a"]], corpus_file="x"), ConfigError, "not both"),
     (dict(corpus_file="/nonexistent/corpus.txt"), DataError, "does not exist"),
     (dict(output="nec"), Exception, "nce"),
+    (dict(hogbatch=True, sg=0), ConfigError, "hogbatch"),
 ])
 def test_bad_input_gets_one_line_error(kwargs, error, words):
     with pytest.raises(error) as info:

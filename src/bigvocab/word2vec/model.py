@@ -137,6 +137,9 @@ class Word2Vec:
         self.progress = bool(progress)
         self.output_options = dict(output_options or {})
         self.output = self._choose_output(output)
+        if self.hogbatch and not (self.sg and self.output == "neg"):
+            raise ConfigError("hogbatch=True shares negatives within a skip-gram window: it needs sg=1 and "
+                              "negative sampling (hs=0)")
         self.module = None  # the bigvocab model, built by build_vocab
         self.wv: Optional[KeyedVectors] = None
         self.corpus_count = 0
