@@ -66,7 +66,7 @@ def test_vectors_go_both_ways(tmp_path, small_corpus, binary):
 
 
 def test_same_answers_as_gensim_on_the_same_vectors(tmp_path, small_corpus):
-    ours = bigvocab.Word2Vec(small_corpus[0], vector_size=16, min_count=1, epochs=2, progress=False).wv
+    ours = bigvocab.Word2Vec(small_corpus[0], vector_size=16, min_count=1, epochs=2, workers=1, progress=False).wv
     ours.save_word2vec_format(str(tmp_path / "v.txt"))
     theirs = gensim_models.KeyedVectors.load_word2vec_format(str(tmp_path / "v.txt"))
     for got, want in zip(ours.most_similar(positive=["w1", "w2"], negative=["w3"], topn=5),
@@ -92,7 +92,8 @@ def test_same_answers_as_gensim_on_the_same_vectors(tmp_path, small_corpus):
                              for i, j in rng.integers(0, 60, size=(40, 2)) if i != j) + "absent\tw1\t5.0\n")
     (pearson, _), (spearman, _), oov = ours.evaluate_word_pairs(str(pairs))
     want_pearson, want_spearman, want_oov = theirs.evaluate_word_pairs(str(pairs))
-    # cosines in float32 on both sides, summed in a different order
+    # cosines in float32 on both sides, summed in a different order: near-equal cosines may swap
+    # ranks, and one adjacent swap among ~40 pairs moves Spearman's rho by 6*2/(n(n^2-1)) ~ 2e-4
     assert pearson == pytest.approx(want_pearson[0], abs=1e-4)
-    assert spearman == pytest.approx(want_spearman[0], abs=1e-4)
+    assert spearman == pytest.approx(want_spearman[0], abs=1e-3)
     assert oov == pytest.approx(want_oov)
