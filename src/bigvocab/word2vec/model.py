@@ -123,7 +123,7 @@ class Word2Vec:
         self.sample = _check_number("sample", sample, 0, 1, closed_high=False)
         self.alpha = _check_number("alpha", alpha, 0)
         self.min_alpha = _check_number("min_alpha", min_alpha, 0, self.alpha)
-        self.ns_exponent = _check_number("ns_exponent", ns_exponent, -1e9, 1e9)
+        self.ns_exponent = _check_number("ns_exponent", ns_exponent, -float("inf"), float("inf"), closed_high=False)
         self.negative = int(_check_number("negative", negative, 0))
         self.sg = _check_choice("sg", sg, (0, 1))
         self.hs = _check_choice("hs", hs, (0, 1))
