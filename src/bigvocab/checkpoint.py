@@ -4,22 +4,21 @@ A checkpoint is a ``torch.save`` dict tagged ``{"format": "bigvocab-checkpoint",
 Everything in it is a tensor or a plain Python value (RNG states included), so it loads with
 ``torch.load(weights_only=True)``: opening a checkpoint never runs code from the file.
 
-Writes go to a temporary file in the same directory, are flushed to disk, and replace the target
-with :func:`os.replace`, so a crash or a full disk mid-write leaves the previous file intact.
+Writes are atomic (:func:`bigvocab.files.atomic_output`): a crash or a full disk mid-write leaves
+the previous file intact, and the error names the checkpoint, not a temporary file.
 """
 from __future__ import annotations
 
-import io
 import os
 import pickle
 import re
-import tempfile
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Union
 
 import torch
 
 from bigvocab.errors import CheckpointError, DataError
+from bigvocab.files import atomic_output, atomic_write_bytes, atomic_write_text  # noqa: F401  (re-exported)
 
 FORMAT = "bigvocab-checkpoint"
 VERSION = 1
@@ -27,32 +26,11 @@ VERSION = 1
 PathLike = Union[str, os.PathLike]
 
 
-def atomic_write_bytes(path: PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` so that readers see either the old file or the whole new one."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-
-def atomic_write_text(path: PathLike, text: str) -> Path:
-    return atomic_write_bytes(path, text.encode("utf-8"))
-
-
 def save_checkpoint(path: PathLike, payload: dict[str, Any]) -> Path:
     """Atomically save ``payload`` (tensors and plain values only) as a bigvocab checkpoint."""
-    buffer = io.BytesIO()
-    torch.save({"format": FORMAT, "version": VERSION, **payload}, buffer)
-    return atomic_write_bytes(path, buffer.getvalue())
+    with atomic_output(path) as handle:
+        torch.save({"format": FORMAT, "version": VERSION, **payload}, handle)
+    return Path(path)
 
 
 def load_checkpoint(path: PathLike, map_location: Union[str, torch.device] = "cpu") -> dict[str, Any]:
@@ -75,9 +53,11 @@ def load_checkpoint(path: PathLike, map_location: Union[str, torch.device] = "cp
             f"{str(path)!r} is not a bigvocab checkpoint: it holds a Python object ({unsafe.group(1)}), "
             "which is not loaded because unpickling it could run code"
         ) from None
-    except Exception as error:  # torch raises many types for damaged files (zip, EOF, runtime)
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise CheckpointError(f"cannot read checkpoint {str(path)!r}: truncated or corrupt ({reason})") from None
+    except OSError as error:
+        raise CheckpointError(f"cannot read checkpoint {str(path)!r}: {error.strerror or error}") from None
+    except Exception:  # torch raises many types, with long internal messages, for damaged files
+        raise CheckpointError(f"cannot read checkpoint {str(path)!r}: truncated or corrupt "
+                              f"({path.stat().st_size:,} bytes, not a complete torch file)") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise CheckpointError(f"{str(path)!r} is not a bigvocab checkpoint (no {FORMAT!r} tag)")
     if payload.get("version") != VERSION:
@@ -134,12 +114,3 @@ def load_model(path: PathLike, device: Union[str, torch.device] = "cpu"):
         first = str(error).strip().splitlines()[0]
         raise CheckpointError(f"checkpoint {str(path)!r} does not match its model description: {first}") from None
     return model.to(device).eval(), vocab, checkpoint
-
-
-def find_best_or_last(out_dir: PathLike) -> Optional[Path]:
-    """``best.pt`` in ``out_dir`` when a validated epoch produced one, else ``last.pt``, else None."""
-    for name in ("best.pt", "last.pt"):
-        candidate = Path(out_dir) / name
-        if candidate.is_file():
-            return candidate
-    return None

@@ -1,35 +1,34 @@
 """``bigvocab list|train|eval|export|bench``: the command-line tool.
 
-Parsing lives here; the work is done by library functions (``load_corpus``, ``build_model``,
-``Trainer``, ``perplexity``, ``WordVectors``, ``bigvocab.bench.main``). Every error a user can
-cause -- a :class:`BigvocabError`, a missing file, a bad option, Ctrl-C -- ends the command with
-one line ``bigvocab: error: ...`` on stderr and exit status 2, and no command writes anything
-before its inputs have been checked.
+Parsing lives here; the work is done by library functions (``bigvocab.train.experiment``'s
+``new_run``, ``resume_run`` and ``train_and_test``, ``load_corpus``, ``perplexity``, ``WordVectors``,
+``bigvocab.bench.main``). Every error a user can cause -- a :class:`BigvocabError`, a missing file,
+a bad option -- ends the command with one line ``bigvocab: error: ...`` on stderr and exit status
+2, and no command writes anything before its inputs have been checked. SIGINT (Ctrl-C) and
+SIGTERM end it with one true line too, and status 130 or 143: during training the step under way
+finishes and ``last.pt`` is saved first. Warnings are one ``bigvocab: warning: ...`` line each.
 """
 from __future__ import annotations
 
 import argparse
-import json
+import contextlib
 import math
-import os
+import shutil
+import signal
 import sys
-import tempfile
+import textwrap
+import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from bigvocab.errors import BigvocabError, ConfigError, DataError
+from bigvocab.errors import BigvocabError, ConfigError, TrainingInterrupted
+from bigvocab.files import write_json
 
 EXIT_ERROR = 2
-
-CORPUS_FORMS = (
-    ("synthetic[:vocab_size=V,num_classes=K,tokens=N,seed=S]", "the embedded synthetic language (the default)"),
-    ("text:PATH", "one whitespace-tokenised sentence a line, split 80/10/10 by lines"),
-    ("dir:PATH", "train/valid/test files (train.txt, ptb.train.txt or wiki.train.tokens ...)"),
-    ("brown:PATH", "the tagged Brown corpus, tags stripped, split 80/10/10 by words"),
-    ("brown-bengio:PATH", "Brown as in Bengio et al. (2003): 800k/200k/rest words, rare words -> <unk>"),
-    ("text8:PATH", "Mahoney's text8, split 90/5/5 by words"),
-)
+#: Where `bigvocab list` starts its descriptions.
+LIST_COLUMN = 14
 
 #: CLI option dest -> model option; only the options given reach the model.
 MODEL_OPTIONS = ("context", "embedding_dim", "hidden_dim", "direct", "num_layers", "dropout", "bptt",
@@ -139,6 +138,7 @@ def key_value(text: str) -> tuple[str, Any]:
 
 # ---------------------------------------------------------------------------------- parser
 def build_parser() -> Parser:
+    import bigvocab
     from bigvocab.train import LR_SCHEDULES, OPTIMIZERS, TrainConfig
 
     parser = Parser(
@@ -148,6 +148,7 @@ def build_parser() -> Parser:
         "  bigvocab eval --checkpoint runs/x/best.pt\n\nrun 'bigvocab COMMAND --help' for a command's options",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"bigvocab {bigvocab.__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=Parser)
 
     def command(name: str, help_text: str, examples: str, handler: Callable, **kwargs) -> Parser:
@@ -158,9 +159,12 @@ def build_parser() -> Parser:
 
     command("list", "list output layers, samplers, models, optimisers and corpus specs", LIST_EXAMPLES, run_list)
 
-    train = command("train", "train a model and report its exact test perplexity", TRAIN_EXAMPLES, run_train)
+    train = command("train", "train a model and report its exact test perplexity", TRAIN_EXAMPLES, run_train,
+                    usage="bigvocab train --model NAME --out DIR [options]\n"
+                          "       bigvocab train --out DIR --resume [--epochs N ...]")
     group = train.add_argument_group("model")
-    group.add_argument("--model", help="nnlm, lstm, skipgram, cbow or cw (see 'bigvocab list')")
+    group.add_argument("--model", metavar="NAME",
+                       help="required (except with --resume): nnlm, lstm, skipgram, cbow or cw (see 'bigvocab list')")
     group.add_argument("--context", type=positive_int, help="nnlm: context words (n-1)")
     group.add_argument("--embedding-dim", type=positive_int, metavar="N", help="nnlm, lstm, cw: embedding size")
     group.add_argument("--hidden-dim", type=positive_int, metavar="N", help="nnlm, lstm, cw: hidden size")
@@ -190,7 +194,8 @@ def build_parser() -> Parser:
                        help="hsm --tree clustered: the word vectors to cluster (Mnih & Hinton 2008), a "
                        "'bigvocab train' checkpoint (.pt) or a word2vec file (.bin binary, else text)")
     group.add_argument("--cutoffs", type=int_list, metavar="LIST", help="adaptive, dsoftmax: e.g. 2000,10000")
-    group.add_argument("--div-value", type=positive_float, metavar="F", help="adaptive, dsoftmax: size ratio of bands")
+    group.add_argument("--div-value", type=positive_float, metavar="F",
+                       help="adaptive: tail cluster i projects to H / F^(i+1) dimensions (default 4)")
     group.add_argument("--output-opt", action="append", type=key_value, default=[], metavar="KEY=VALUE",
                        help="any other output-layer option, e.g. power=0.75 (repeatable)")
 
@@ -231,6 +236,8 @@ def build_parser() -> Parser:
     mode = group.add_mutually_exclusive_group()
     mode.add_argument("--resume", action="store_true", help="continue the run in DIR from its last.pt")
     mode.add_argument("--overwrite", action="store_true", help="replace a run already in DIR")
+    group.add_argument("--allow-changed-corpus", action="store_true",
+                       help="with --resume: go on although the corpus files changed since the run started")
 
     evaluate = command("eval", "exact perplexity of a checkpoint, and word-vector benchmarks", EVAL_EXAMPLES, run_eval)
     evaluate.add_argument("--checkpoint", required=True, metavar="PATH", help="a best.pt or last.pt")
@@ -265,19 +272,27 @@ def build_parser() -> Parser:
 # ---------------------------------------------------------------------------------- list
 def run_list(args: argparse.Namespace, extra: Sequence[str]) -> int:
     import bigvocab.models  # noqa: F401  (registers the models)
-    from bigvocab.registry import MODELS, OUTPUTS, SAMPLERS
-    from bigvocab.train import LR_SCHEDULES, OPTIMIZERS
+    from bigvocab.data.corpora import CORPORA
+    from bigvocab.registry import MODELS, OUTPUTS, SAMPLERS, SCORERS, TREES
+    from bigvocab.train import OPTIMIZER_REGISTRY, SCHEDULE_REGISTRY
 
-    for title, registry in (("output layers", OUTPUTS), ("samplers", SAMPLERS), ("models", MODELS)):
+    width = shutil.get_terminal_size((100, 24)).columns
+    sections = (("output layers (--output)", OUTPUTS, None), ("scorers", SCORERS, None),
+                ("hsm trees (--tree)", TREES, None), ("samplers (--sampler)", SAMPLERS, None),
+                ("models (--model)", MODELS, None),
+                ("optimizers (--optimizer)", OPTIMIZER_REGISTRY, None),
+                ("lr schedules (--lr-schedule)", SCHEDULE_REGISTRY, None),
+                ("corpus specs (--corpus)", CORPORA, lambda name: CORPORA.get(name).form))
+    for title, registry, label in sections:
         print(f"{title}:")
         for name in registry.names():
-            doc = (registry.get(name).__doc__ or "").strip().splitlines()
-            print(f"  {name:<12} {doc[0] if doc else ''}")
-    print(f"optimizers: {', '.join(OPTIMIZERS)}")
-    print(f"lr schedules: {', '.join(LR_SCHEDULES)}")
-    print("corpus specs (--corpus):")
-    for form, text in CORPUS_FORMS:
-        print(f"  {form:<56} {text}")
+            shown = label(name) if label else name
+            lines = textwrap.wrap(registry.describe(name), max(40, width - LIST_COLUMN - 2)) or [""]
+            if len(shown) >= LIST_COLUMN:  # a long form gets a line of its own
+                lines.insert(0, "")
+            print(f"  {shown:<{LIST_COLUMN}}{lines[0]}".rstrip())
+            for line in lines[1:]:
+                print(" " * (LIST_COLUMN + 2) + line)
     return 0
 
 
@@ -292,19 +307,42 @@ def _train_config(args: argparse.Namespace, needs_output: bool):
     options = _given(args, TRAIN_OPTIONS)
     if options.get("patience") == 0:
         options["patience"] = None
-    options.setdefault("lr_schedule", "plateau" if needs_output else "linear")
+    # plateau follows validation perplexity; a run without one decays linearly instead
+    validated = needs_output and not getattr(args, "skip_perplexity", False)
+    options.setdefault("lr_schedule", "plateau" if validated else "linear")
     return TrainConfig(progress=not args.no_progress, **options)
 
 
-def _resume_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """The options given with --resume; any that would change the run itself is refused."""
-    fixed = [name for name in (*MODEL_OPTIONS, *OUTPUT_OPTIONS, *TRAIN_OPTIONS, "model", "output", "corpus",
-                               "tree_vectors", "min_count", "max_vocab") if name not in RESUMABLE and getattr(args, name) is not None]
-    fixed += ["model_opt"] * bool(args.model_opt) + ["output_opt"] * bool(args.output_opt)
-    if fixed:
-        flags = ", ".join("--" + name.replace("_", "-") for name in fixed)
+def _stored_values(checkpoint: dict[str, Any]) -> dict[str, Any]:
+    """dest -> the value the stored run has for it (what a repeated option must equal)."""
+    meta, config = checkpoint.get("meta") or {}, checkpoint.get("config") or {}
+    corpus_options = meta.get("corpus_options") or {}
+    stored = {name: config.get(name) for name in TRAIN_OPTIONS}
+    stored.update({name: (meta.get("model_kwargs") or {}).get(name) for name in MODEL_OPTIONS})
+    stored.update({name: (meta.get("output_kwargs") or {}).get(name) for name in OUTPUT_OPTIONS})
+    stored.update(model=meta.get("model"), output=meta.get("output"), tree_vectors=meta.get("tree_vectors"),
+                  min_count=corpus_options.get("min_count"), max_vocab=corpus_options.get("max_size"))
+    return stored
+
+
+def _resume_overrides(args: argparse.Namespace, checkpoint: dict[str, Any]) -> dict[str, Any]:
+    """The options given with --resume. An option that defines the run is accepted only with the
+    value the run already has; any other value is refused."""
+    stored = _stored_values(checkpoint)
+    given = {name: getattr(args, name) for name in stored if name not in RESUMABLE and getattr(args, name) is not None}
+    if "patience" in given and given["patience"] == 0:
+        given["patience"] = None
+    if "tree_vectors" in given:
+        given["tree_vectors"] = str(Path(given["tree_vectors"]).resolve())
+    meta = checkpoint.get("meta") or {}
+    pairs = [("model_opt", key, value, (meta.get("model_kwargs") or {}).get(key)) for key, value in args.model_opt]
+    pairs += [("output_opt", key, value, (meta.get("output_kwargs") or {}).get(key)) for key, value in args.output_opt]
+    changed = ["--" + name.replace("_", "-") for name, value in given.items() if value != stored[name]]
+    changed += [f"--{flag.replace('_', '-')} {key}" for flag, key, value, old in pairs if value != old]
+    if changed:
         allowed = ", ".join("--" + name.replace("_", "-") for name in RESUMABLE)
-        raise ConfigError(f"--resume continues the stored run; {flags} cannot change (only {allowed}, --no-progress)")
+        raise ConfigError(f"--resume continues the stored run; {', '.join(changed)} cannot change (only {allowed}, "
+                          "--no-progress; --corpus may name the same files in another place)")
     overrides = _given(args, RESUMABLE)
     if overrides.get("patience") == 0:
         overrides["patience"] = None
@@ -313,92 +351,57 @@ def _resume_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
     import bigvocab.models  # noqa: F401  (registers the models)
-    from bigvocab.checkpoint import atomic_write_text, build_from_meta, load_checkpoint
-    from bigvocab.data.corpora import load_corpus
-    from bigvocab.data.vocab import Vocab
+    from bigvocab.checkpoint import load_checkpoint
     from bigvocab.models.word2vec import WORD2VEC_MODELS
     from bigvocab.registry import MODELS
-    from bigvocab.train import TrainConfig, check_out_dir
-    from bigvocab.word2vec.trainer import configure as configure_engine
+    from bigvocab.train import CLI_SPELLING, RunLock, check_out_dir
+    from bigvocab.train.experiment import new_run, resume_run, run_summary, train_and_test
 
     out = Path(args.out)
-    check_out_dir(out, resume=args.resume, overwrite=args.overwrite)
+    check_out_dir(out, resume=args.resume, overwrite=args.overwrite, spelling=CLI_SPELLING)
     progress = not args.no_progress
-    if args.resume:
-        overrides = _resume_overrides(args)
-        meta = load_checkpoint(out / "last.pt").get("meta") or {}
-        if "corpus" not in meta:
-            raise ConfigError(f"{str(out / 'last.pt')!r} was not written by 'bigvocab train'; it cannot be resumed here")
-        corpus = load_corpus(meta["corpus"], vocab=Vocab.from_dict(meta["vocab"]), progress=progress)
-        model, _ = build_from_meta(meta)
-        trainer_class = _trainer_class(model, TrainConfig.from_dict(load_checkpoint(out / "last.pt")["config"]), args)
-        trainer = trainer_class.resume(out, model, corpus.train, _valid_ids(args, corpus), **overrides)
-    else:
-        if not args.model:
-            raise ConfigError("--model is required (one of: " + ", ".join(MODELS.names()) + ")")
-        model_class = MODELS.get(args.model)
-        output_defaults = _apply_word2vec_defaults(args) if args.model in WORD2VEC_MODELS else {}
-        model_kwargs = {**_given(args, MODEL_OPTIONS), **dict(args.model_opt)}
-        model_class.make_config(**model_kwargs)  # checks the model options before a long corpus read
-        config = _train_config(args, model_class.needs_output)
-        spec = args.corpus or "synthetic"
-        corpus = load_corpus(spec, min_count=args.min_count, max_size=args.max_vocab, progress=progress)
-        meta = {
-            "model": args.model,
-            "output": args.output or ("full" if model_class.needs_output else None),
-            "model_kwargs": model_kwargs,
-            "output_kwargs": {**output_defaults, **_given(args, OUTPUT_OPTIONS), **dict(args.output_opt)},
-            "corpus": spec,
-            "corpus_options": {"min_count": args.min_count, "max_size": args.max_vocab},
-            "vocab": corpus.vocab.to_dict(),
-            "seed": config.seed,
-        }
-        if args.tree_vectors is not None or meta["output_kwargs"].get("tree") == "clustered":
-            meta["output_kwargs"]["tree"] = _clustered_tree(args, corpus.vocab).to_dict()
-            meta["tree_vectors"] = str(args.tree_vectors)
-        model, _ = build_from_meta(meta)
-        trainer = _trainer_class(model, config, args)(model, corpus.train, _valid_ids(args, corpus), config,
-                                                      out_dir=out, meta=meta, overwrite=args.overwrite)
-    configure_engine(trainer, args.workers, corpus.vocab)
-    start = time.perf_counter()
-    result = trainer.fit()
-    summary = _summarise(trainer, corpus, result, out, time.perf_counter() - start, args.skip_perplexity)
-    atomic_write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+    with contextlib.ExitStack() as lock:  # the run directory's lock, from before its files are read or written
+        if args.resume:
+            lock.enter_context(RunLock(out, CLI_SPELLING))
+            checkpoint = load_checkpoint(out / "last.pt")
+            trainer, corpus = resume_run(out, checkpoint=checkpoint, corpus=args.corpus,
+                                         allow_changed_corpus=args.allow_changed_corpus, validate=not args.skip_perplexity,
+                                         spelling=CLI_SPELLING, workers=args.workers,
+                                         **_resume_overrides(args, checkpoint))
+        else:
+            if not args.model:
+                raise ConfigError("--model is required (one of: " + ", ".join(MODELS.names()) + ")")
+            if args.allow_changed_corpus:
+                raise ConfigError("--allow-changed-corpus goes with --resume")
+            model_class = MODELS.get(args.model)
+            output_defaults = _apply_word2vec_defaults(args) if args.model in WORD2VEC_MODELS else {}
+            output_kwargs = {**output_defaults, **_given(args, OUTPUT_OPTIONS), **dict(args.output_opt)}
+            _check_tree_vectors(args, output_kwargs)
+            trainer, corpus = new_run(
+                args.model, args.output or ("full" if model_class.has_distribution else None),
+                _train_config(args, model_class.has_distribution), out, corpus=args.corpus or "synthetic",
+                model_kwargs={**_given(args, MODEL_OPTIONS), **dict(args.model_opt)}, output_kwargs=output_kwargs,
+                min_count=args.min_count, max_size=args.max_vocab, tree_vectors=args.tree_vectors,
+                validate=not args.skip_perplexity, overwrite=args.overwrite, progress=progress,
+                workers=args.workers, spelling=CLI_SPELLING)
+            lock.enter_context(RunLock(out, CLI_SPELLING))
+            # again under the lock: another run may have finished in DIR while the corpus was read
+            check_out_dir(out, overwrite=args.overwrite, spelling=CLI_SPELLING)
+        start = time.perf_counter()
+        outcome = train_and_test(trainer, None if args.skip_perplexity else corpus.test)
+        summary = run_summary(trainer, corpus, outcome, time.perf_counter() - start)
+        write_json(out / "summary.json", summary)
     print(_summary_line(summary))
     return 0
 
 
-def _clustered_tree(args: argparse.Namespace, vocab):
-    """Mnih & Hinton's tree over ``vocab`` from the vectors in ``--tree-vectors``. The built tree
-    (not the path) goes into the checkpoint's meta, so eval and resume never need the file again."""
-    from bigvocab.evaluate import load_word_vectors
-    from bigvocab.outputs.trees import clustered_tree
-
-    if args.output != "hsm" or args.tree != "clustered":
+def _check_tree_vectors(args: argparse.Namespace, output_kwargs: dict[str, Any]) -> None:
+    """--tree-vectors and --tree clustered go together (checked before the corpus is read)."""
+    if args.tree_vectors is not None and (args.output != "hsm" or output_kwargs.get("tree") != "clustered"):
         raise ConfigError("--tree-vectors goes with --output hsm --tree clustered")
-    if args.tree_vectors is None:
+    if args.tree_vectors is None and output_kwargs.get("tree") == "clustered":
         raise ConfigError("--tree clustered needs --tree-vectors PATH: word vectors over this vocabulary, e.g. the "
                           "best.pt of a run with another output layer, or a word2vec file (Mnih & Hinton 2008)")
-    vectors, missing = load_word_vectors(args.tree_vectors).aligned_to(vocab.words)
-    if missing:
-        print(f"note: {missing:,} of {len(vocab):,} words have no vector in {str(args.tree_vectors)!r}; "
-              "they are clustered at the mean vector", file=sys.stderr)
-    return clustered_tree(vectors)
-
-
-def _trainer_class(model, config, args: argparse.Namespace):
-    """The compiled word2vec engine's trainer where it applies, else the torch Trainer."""
-    from bigvocab.train import Trainer
-    from bigvocab.word2vec.trainer import EngineTrainer, engine_applies
-
-    reason = engine_applies(model, config)
-    if reason is not None and args.workers is not None:
-        raise ConfigError(f"--workers sets the threads of the word2vec engine, which cannot train this run: {reason}")
-    return Trainer if reason is not None else EngineTrainer
-
-
-def _valid_ids(args: argparse.Namespace, corpus):
-    return None if args.skip_perplexity else corpus.valid
 
 
 def _apply_word2vec_defaults(args: argparse.Namespace) -> dict[str, Any]:
@@ -415,47 +418,14 @@ def _apply_word2vec_defaults(args: argparse.Namespace) -> dict[str, Any]:
     return dict(WORD2VEC_OUTPUT_DEFAULTS.get(args.output, {}))
 
 
-def _summarise(trainer, corpus, result: dict, out: Path, seconds: float, skip_perplexity: bool) -> dict[str, Any]:
-    """Exact test perplexity of the best checkpoint (the last one when no epoch was validated)."""
-    from bigvocab.checkpoint import find_best_or_last, load_checkpoint
-    from bigvocab.evaluate.perplexity import perplexity
-
-    model = trainer.model
-    chosen = find_best_or_last(out)
-    model.load_state_dict(load_checkpoint(chosen)["model"])
-    has_output = getattr(model, "output", None) is not None
-    test_ppl = perplexity(model, corpus.test, trainer.config.batch_size) if has_output and not skip_perplexity else None
-    floor = corpus.floor_perplexity
-    return {
-        "model": trainer.meta.get("model"),
-        "output": trainer.meta.get("output"),
-        "corpus": trainer.meta.get("corpus"),
-        "vocab_size": len(corpus.vocab),
-        "parameters": sum(p.numel() for p in model.parameters()),
-        "test_ppl": test_ppl,
-        "perplexity_skipped": skip_perplexity,
-        "floor_ppl": floor,
-        "test_ppl_over_floor": test_ppl / floor if (test_ppl is not None and floor) else None,
-        "best_valid_ppl": result["best_valid_ppl"],
-        "best_epoch": result["best_epoch"],
-        "epochs_completed": result["epochs_completed"],
-        "stopped_early": result["stopped_early"],
-        "steps": result["steps"],
-        "tokens": result["tokens"],
-        "train_seconds": result["elapsed"],
-        "seconds_this_call": seconds,
-        "checkpoint": str(chosen),
-    }
-
-
 def _summary_line(summary: dict[str, Any]) -> str:
     name = summary["model"] + (f"+{summary['output']}" if summary["output"] else "")
     if summary["test_ppl"] is None:
-        why = "--skip-perplexity" if summary["perplexity_skipped"] else "model without an output layer"
+        why = "--skip-perplexity" if summary["perplexity_skipped"] else "a model without a normalised distribution"
         quality = f"no perplexity ({why})"
     else:
         quality = f"test ppl {summary['test_ppl']:.2f}"
-        if summary["floor_ppl"]:
+        if summary["floor_ppl"] and math.isfinite(summary["test_ppl"]):
             quality += f" (floor {summary['floor_ppl']:.2f}, x{summary['test_ppl_over_floor']:.3f})"
     best = summary["best_valid_ppl"]
     valid = f"best valid ppl {best:.2f} at epoch {summary['best_epoch']}" if best is not None else "not validated"
@@ -467,52 +437,73 @@ def _summary_line(summary: dict[str, Any]) -> str:
 # ---------------------------------------------------------------------------------- eval
 def run_eval(args: argparse.Namespace, extra: Sequence[str]) -> int:
     from bigvocab.checkpoint import load_model
-    from bigvocab.data.corpora import load_corpus
+    from bigvocab.data.corpora import corpus_fingerprint, fingerprint_difference, load_corpus
     from bigvocab.evaluate import (
         WordVectors,
+        check_has_normaliser,
         evaluate_analogies,
         evaluate_similarity,
         log_normaliser_stats,
         perplexity_from,
+        read_analogies,
+        read_word_pairs,
         total_log_prob,
     )
     from bigvocab.train import resolve_device
 
     if args.log_normaliser and args.skip_perplexity:
         raise ConfigError("--log-normaliser goes with the perplexity pass; drop --skip-perplexity")
-    for path in filter(None, [args.analogy, *args.similarity]):
-        if not Path(path).is_file():
-            raise DataError(f"evaluation file {path!r} does not exist")
+    if args.skip_perplexity and not (args.analogy or args.similarity):
+        raise ConfigError("nothing to evaluate: --skip-perplexity leaves only the word-vector benchmarks, and no "
+                          "--analogy or --similarity file is given")
+    # the evaluation files are read first, so a bad one fails before any long pass
+    questions = read_analogies(args.analogy) if args.analogy else None
+    pair_files = [(path, read_word_pairs(path)) for path in args.similarity]
     model, vocab, checkpoint = load_model(args.checkpoint, resolve_device(args.device))
     meta = checkpoint.get("meta") or {}
     if not args.skip_perplexity:
-        if getattr(model, "output", None) is None:
-            print(f"perplexity: n/a (model {meta.get('model')!r} has no output layer)")
+        if not model.has_distribution:
+            print(f"perplexity: n/a (model {meta.get('model')!r} has no normalised distribution)")
         else:
+            if args.log_normaliser:
+                check_has_normaliser(model)
             spec = args.corpus or meta.get("corpus")
             if not spec:
                 raise ConfigError("the checkpoint does not name its corpus; pass --corpus")
+            if args.corpus is None and corpus_fingerprint(spec) is None and spec.partition(":")[0] != "synthetic":
+                raise ConfigError(f"the checkpoint's corpus {spec!r} does not exist (any more); give its new place "
+                                  "with --corpus")
             corpus = load_corpus(spec, vocab=vocab, progress=not args.no_progress)
-            total, count = total_log_prob(model, getattr(corpus, args.split), args.batch_size,
-                                          progress=not args.no_progress)
+            changed = fingerprint_difference(meta.get("corpus_fingerprint"), corpus_fingerprint(spec))
+            if args.corpus is None and changed:
+                warnings.warn(f"the corpus {spec!r} changed since training ({changed}); the perplexity is over "
+                              "its files as they are now")
+            ids = getattr(corpus, args.split)
+            total, count = total_log_prob(model, ids, args.batch_size, progress=not args.no_progress)
             print(f"{args.split} perplexity: {perplexity_from(total, count):.3f} ({count:,} targets of {spec})")
             if args.log_normaliser:
-                stats = log_normaliser_stats(model, getattr(corpus, args.split), args.batch_size,
-                                             progress=not args.no_progress)
+                stats = log_normaliser_stats(model, ids, args.batch_size, progress=not args.no_progress)
                 print(f"{args.split} log Z: mean {stats.mean:.4f}, std {stats.std:.4f}, max |log Z| "
                       f"{stats.max_abs:.4f} ({stats.count:,} contexts)")
-    if args.analogy or args.similarity:
+    if questions is not None or pair_files:
         vectors = WordVectors(vocab.words, model.word_vectors())
-        if args.analogy:
-            result = evaluate_analogies(vectors, args.analogy, args.restrict_vocab)
-            print(f"analogy {Path(args.analogy).name}: accuracy {result.accuracy:.4f} ({result.correct:,}/{result.total:,};"
-                  f" semantic {result.semantic_accuracy:.4f}, syntactic {result.syntactic_accuracy:.4f};"
-                  f" {result.skipped:,} skipped, out of the {args.restrict_vocab:,} most frequent words)")
-        for path in args.similarity:
-            result = evaluate_similarity(vectors, path)
-            print(f"similarity {Path(path).name}: spearman {result.spearman:.4f} "
+        if questions is not None:
+            result = evaluate_analogies(vectors, questions, args.restrict_vocab)
+            searched = min(args.restrict_vocab, len(vectors))
+            print(f"analogy {Path(args.analogy).name}: accuracy {_share(result.accuracy)} ({result.correct:,}/"
+                  f"{result.total:,}; semantic {_share(result.semantic_accuracy)}, syntactic "
+                  f"{_share(result.syntactic_accuracy)}; {result.skipped:,} skipped; answers searched among the "
+                  f"{searched:,} most frequent of {len(vectors):,} words)")
+        for path, pairs in pair_files:
+            result = evaluate_similarity(vectors, pairs)
+            print(f"similarity {Path(path).name}: spearman {_share(result.spearman)} "
                   f"({result.pairs:,} pairs, {result.skipped:,} skipped)")
     return 0
+
+
+def _share(value: float) -> str:
+    """An accuracy or correlation to 4 places; 'n/a' when nothing was scored (NaN)."""
+    return "n/a" if math.isnan(value) else f"{value:.4f}"
 
 
 # ---------------------------------------------------------------------------------- export
@@ -525,15 +516,7 @@ def run_export(args: argparse.Namespace, extra: Sequence[str]) -> int:
         raise ConfigError(f"{str(out)!r} exists; pass --overwrite to replace it")
     model, vocab, _ = load_model(args.checkpoint)
     vectors = WordVectors(vocab.words, model.word_vectors())
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    os.close(fd)
-    try:
-        vectors.save_word2vec_format(tmp, binary=args.binary)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    vectors.save_word2vec_format(out, binary=args.binary)
     kind = "binary" if args.binary else "text"
     print(f"wrote {len(vectors):,} vectors of dimension {vectors.dim} to {out} ({kind} word2vec format)")
     return 0
@@ -554,25 +537,59 @@ def run_bench_command(args: argparse.Namespace, extra: Sequence[str]) -> int:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command in ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    with warnings.catch_warnings(), _sigterm_interrupts():
+        warnings.showwarning = _show_warning
+        try:
+            parser = build_parser()
+            args, extra = parser.parse_known_args(argv)
+            if extra and args.command != "bench":
+                parser.error(f"unrecognized arguments: {' '.join(extra)}")
+            return args.handler(args, extra)
+        except SystemExit as done:  # --help, --version
+            return done.code if isinstance(done.code, int) else 0
+        except TrainingInterrupted as stopped:
+            out = stopped.checkpoint.parent
+            name = signal.Signals(stopped.signal_number).name
+            return _fail(f"{name} received: the run stopped after step {stopped.step:,} and saved "
+                         f"{str(stopped.checkpoint)!r}; continue it with 'bigvocab train --out {out} --resume'",
+                         128 + stopped.signal_number)
+        except (UsageError, BigvocabError) as error:
+            return _fail(str(error))
+        except OSError as error:  # a missing file, permissions, a directory where a file should be
+            return _fail(f"{str(error.filename)!r}: {error.strerror or error}" if error.filename else str(error))
+        except KeyboardInterrupt as error:
+            number = signal.SIGTERM if isinstance(error, _Terminated) else signal.SIGINT
+            return _fail(str(error) or f"{number.name} received: stopped; nothing was written", 128 + number)
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, turned into an exception so that it ends a command like Ctrl-C does."""
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts():
+    """SIGTERM raises :class:`_Terminated` (in the main thread; a Trainer saves on it instead)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(number: int, frame: object) -> None:
+        raise _Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminate)
     try:
-        parser = build_parser()
-        args, extra = parser.parse_known_args(argv)
-        if extra and args.command != "bench":
-            parser.error(f"unrecognized arguments: {' '.join(extra)}")
-        return args.handler(args, extra)
-    except SystemExit as done:  # --help
-        return done.code if isinstance(done.code, int) else 0
-    except (UsageError, BigvocabError) as error:
-        return _fail(str(error))
-    except OSError as error:  # a missing file, permissions, a directory where a file should be, a full disk
-        return _fail(f"{error.strerror or error}: {error.filename}" if error.filename else str(error))
-    except KeyboardInterrupt:
-        return _fail("interrupted (a training run can continue with --resume from its last checkpoint)")
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
-def _fail(message: str) -> int:
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"bigvocab: warning: {' '.join(str(message).split())}", file=sys.stderr)
+
+
+def _fail(message: str, status: int = EXIT_ERROR) -> int:
     print(f"bigvocab: error: {' '.join(message.split())}", file=sys.stderr)
-    return EXIT_ERROR
+    return status
 
 
 if __name__ == "__main__":

@@ -29,3 +29,22 @@ class CheckpointError(BigvocabError, RuntimeError):
 
 class NonFiniteError(BigvocabError, FloatingPointError):
     """A NaN or Inf appeared during training."""
+
+
+class WriteError(BigvocabError, OSError):
+    """A file that cannot be written (permissions, a full disk); the message names the user's path."""
+
+
+class RunLockedError(BigvocabError, RuntimeError):
+    """A run directory that another live process is training in."""
+
+
+class TrainingInterrupted(BigvocabError):
+    """SIGINT or SIGTERM stopped a run after its current step: ``checkpoint`` is the ``last.pt`` it
+    saved, ``step`` the optimiser steps it holds, ``signal_number`` the signal received."""
+
+    def __init__(self, message: str, *, signal_number: int, checkpoint, step: int) -> None:
+        super().__init__(message)
+        self.signal_number = signal_number
+        self.checkpoint = checkpoint
+        self.step = step

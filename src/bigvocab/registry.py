@@ -1,4 +1,4 @@
-"""Name -> constructor registries for output layers, samplers and models.
+"""Name -> constructor registries for output layers, scorers, samplers, models and hsm trees.
 
 A layer becomes usable from Python, the CLI, the contract tests and the benchmark the moment it is
 decorated with ``@OUTPUTS.register("name")``; nothing else needs to know it exists.
@@ -6,7 +6,9 @@ decorated with ``@OUTPUTS.register("name")``; nothing else needs to know it exis
 from __future__ import annotations
 
 import difflib
-from typing import Any, Callable, Generic, TypeVar
+import inspect
+import re
+from typing import Any, Callable, Generic, Optional, TypeVar
 
 from bigvocab.errors import UnknownNameError
 
@@ -49,6 +51,18 @@ class Registry(Generic[T]):
     def __contains__(self, name: object) -> bool:
         return name in self._factories
 
+    def describe(self, name: str) -> str:
+        """The first paragraph of ``name``'s docstring on one line, without reStructuredText markup."""
+        return plain_summary(self.get(name).__doc__ or "")
+
+
+def plain_summary(docstring: str) -> str:
+    """First paragraph of ``docstring``, joined into one line, with ``code``, :role:`~a.b.target`
+    and *emphasis* markup reduced to their text."""
+    paragraph = " ".join(re.split(r"\n\s*\n", docstring.strip())[0].split())
+    paragraph = re.sub(r":[a-z]+:`~?(?:[\w.]*\.)?([^`]+)`", r"\1", paragraph)
+    return re.sub(r"``([^`]+)``|\*\*?([^*]+)\*\*?", lambda m: m.group(1) or m.group(2), paragraph)
+
 
 def unknown_name_message(kind: str, name: str, valid: list[str]) -> str:
     """``unknown output layer 'hsn'; did you mean 'hsm'? valid: full, hsm, ...``"""
@@ -57,6 +71,17 @@ def unknown_name_message(kind: str, name: str, valid: list[str]) -> str:
     return f"unknown {kind} {name!r}{hint} (valid: {', '.join(valid)})"
 
 
+def keyword_options(factory: Callable[..., Any]) -> Optional[set[str]]:
+    """Keyword names ``factory`` accepts (a class: its constructor's), or None when it takes
+    ``**kwargs``."""
+    params = inspect.signature(factory).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return None
+    return {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+
+
 OUTPUTS: Registry = Registry("output layer")
+SCORERS: Registry = Registry("scorer")
 SAMPLERS: Registry = Registry("sampler")
+TREES: Registry = Registry("tree")
 MODELS: Registry = Registry("model")

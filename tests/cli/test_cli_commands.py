@@ -26,10 +26,10 @@ def run_ok(capsys, argv):
     return out
 
 
-def run_error(capsys, argv, match: str) -> str:
+def run_error(capsys, argv, match: str, status: int = 2) -> str:
     code = main(argv)
     out, err = capsys.readouterr()
-    assert code == 2
+    assert code == status
     assert err.startswith("bigvocab: error: ") and err.count("\n") == 1, err
     assert "Traceback" not in err
     assert match in err, err
@@ -61,9 +61,15 @@ def nnlm_run(tmp_path_factory):
 # ------------------------------------------------------------------------------ list and help
 def test_list_shows_every_registry_and_corpus_form(capsys):
     out = run_ok(capsys, ["list"])
-    for expected in ("output layers:", "full", "samplers:", "unigram", "models:", "nnlm", "skipgram",
-                     "optimizers:", "sparse_adam", "brown-bengio:PATH", "synthetic["):
+    for expected in ("output layers (--output):", "full", "scorers:", "hsm trees (--tree):", "huffman",
+                     "samplers (--sampler):", "unigram", "models (--model):", "nnlm", "skipgram",
+                     "optimizers (--optimizer):", "sparse_adam", "lr schedules", "plateau", "brown-bengio:PATH",
+                     "synthetic["):
         assert expected in out
+    # whole first paragraphs, no reStructuredText
+    assert "``" not in out and ":class:" not in out and ":func:" not in out
+    assert "cbow mean (not sum) of context" not in out
+    assert "the target the centre word." in " ".join(out.split())
 
 
 @pytest.mark.parametrize("command", ["list", "train", "eval", "export", "bench"])
@@ -215,7 +221,8 @@ def test_interrupt_is_one_line(capsys, tmp_path, monkeypatch):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(Trainer, "fit", interrupted)
-    run_error(capsys, ["train", *TINY_NNLM, "--corpus", SPEC, "--out", str(tmp_path / "x")], "interrupted")
+    run_error(capsys, ["train", *TINY_NNLM, "--corpus", SPEC, "--out", str(tmp_path / "x")], "SIGINT received",
+              status=130)
 
 
 def test_summary_perplexities_are_finite(nnlm_run):

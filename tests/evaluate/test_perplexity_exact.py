@@ -19,6 +19,9 @@ class TableBigram(nn.Module):
         self.logits = nn.Parameter(logits.clone())
         self.modes: list[bool] = []
 
+    def num_batches(self, ids, batch_size):
+        return -(-(ids.numel() - 1) // batch_size)
+
     def batches(self, ids, batch_size, *, train, generator=None):
         for start in range(1, ids.numel(), batch_size):
             stop = min(start + batch_size, ids.numel())

@@ -34,16 +34,16 @@ def repetitive_stream():
 
 
 def held_out_objective(model, ids) -> float:
-    """Mean over every target of -log p (models with an output layer) or of the ranking loss,
+    """Mean over every target of -log p (models with a distribution) or of the ranking loss,
     from ``batches(train=False)``."""
     total, count = 0.0, 0
     with torch.no_grad():
         for batch in model.batches(ids, 16, train=False):
             n = batch["target"].numel()
-            if model.output is None:
-                total += float(model.loss(batch)) * n
-            else:
+            if model.has_distribution:
                 total += float(-model.log_prob(batch).sum())
+            else:
+                total += float(model.loss(batch)) * n
             count += n
     return total / count
 

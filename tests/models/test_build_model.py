@@ -6,7 +6,7 @@ import torch
 
 import bigvocab
 from bigvocab.errors import ConfigError, UnknownNameError
-from bigvocab.models import LanguageModel, build_model, list_models
+from bigvocab.models import WordModel, build_model, list_models
 from bigvocab.registry import MODELS
 
 V = 8
@@ -22,7 +22,8 @@ COUNTS = [40, 20, 10, 8, 5, 3, 2, 1]
 
 def test_registered_models():
     assert sorted(list_models()) == ["cbow", "cw", "lstm", "nnlm", "skipgram"]
-    assert all(issubclass(MODELS.get(name), LanguageModel) for name in list_models())
+    assert all(issubclass(MODELS.get(name), WordModel) for name in list_models())
+    assert [name for name in list_models() if not MODELS.get(name).has_distribution] == ["cw"]
 
 
 @pytest.mark.parametrize("name", list(TINY))
@@ -35,7 +36,7 @@ def test_every_model_builds_and_runs_its_contract(name):
         for batch in model.batches(ids, 4, train=train, generator=torch.Generator().manual_seed(0)):
             loss = model.loss(batch)
             assert loss.dim() == 0 and torch.isfinite(loss)
-            if model.output is not None:
+            if model.has_distribution:
                 assert model.log_prob(batch).shape == batch["target"].shape
     if output is not None:
         assert model.output.in_features == type(model).output_features(**TINY[name])

@@ -6,7 +6,7 @@ import torch
 
 import bigvocab
 from bigvocab.errors import ConfigError
-from bigvocab.models import CWRanking, build_model
+from bigvocab.models import CWRanking, LanguageModel, RankingModel, build_model
 
 V = 9
 
@@ -91,24 +91,24 @@ def test_hinge_is_zero_when_the_true_window_wins_by_more_than_one():
     assert same.item() == pytest.approx(1.0)
 
 
-def test_no_output_layer_and_no_log_prob():
+def test_declared_without_a_distribution():
+    """The C&W model declares through its base that it has no normalised distribution: no output
+    layer, no log_prob, and nothing to size an output layer with."""
     model = _model()
-    assert model.output is None
-    batch = next(model.batches(torch.arange(V), 4, train=False))
-    with pytest.raises(ConfigError, match="no normalised distribution"):
-        model.log_prob(batch)
+    assert isinstance(model, RankingModel) and not isinstance(model, LanguageModel)
+    assert not model.has_distribution
+    assert not hasattr(model, "log_prob") and not hasattr(model, "output")
+    assert not hasattr(CWRanking, "output_features")
     with pytest.raises(ConfigError, match="takes no output layer"):
         build_model("cw", V, "full")
     with pytest.raises(ConfigError, match="takes no output layer"):
         CWRanking(V, bigvocab.create_output("full", 4, V))
-    with pytest.raises(ConfigError, match="takes no output layer"):
-        CWRanking.output_features()
 
 
 def test_word_vectors_and_sparse_gradient():
     model = _model()
     assert model.word_vectors().shape == (V, 3)
-    assert model.sparse_params() == [model.embedding.weight]
+    assert model.sparse_parameters() == [model.embedding.weight]
     model.loss(next(model.batches(torch.arange(V), 4, train=True))).backward()
     assert model.embedding.weight.grad.is_sparse
 

@@ -19,6 +19,8 @@ VOCAB = 12
 
 
 class BigramStub(nn.Module):
+    has_distribution = True
+
     def __init__(self, vocab_size: int = VOCAB, dim: int = 8, *, sparse: bool = True, dropout: float = 0.1) -> None:
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, dim, sparse=sparse)
@@ -34,6 +36,9 @@ class BigramStub(nn.Module):
         for start in range(0, positions.numel(), batch_size):
             chunk = positions[start : start + batch_size]
             yield {"context": ids[chunk - 1], "target": ids[chunk], "position": chunk}
+
+    def num_batches(self, ids: Tensor, batch_size: int) -> int:
+        return -(-(ids.numel() - 1) // batch_size)
 
     def _hidden(self, batch: dict) -> Tensor:
         return self.dropout(self.embedding(batch["context"]))
@@ -51,7 +56,7 @@ class BigramStub(nn.Module):
     def word_vectors(self) -> Tensor:
         return self.embedding.weight.detach()
 
-    def sparse_params(self) -> list[nn.Parameter]:
+    def sparse_parameters(self) -> list[nn.Parameter]:
         return [self.embedding.weight] if self.embedding.sparse else []
 
 

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import signal
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -11,8 +15,8 @@ import torch
 from bigram_stub import BigramStub
 
 from bigvocab.checkpoint import load_checkpoint
-from bigvocab.errors import ConfigError, DataError, NonFiniteError
-from bigvocab.train import OPTIMIZERS, LRSchedule, Trainer, TrainConfig, build_optimizers, clip_grad_norm
+from bigvocab.errors import ConfigError, DataError, NonFiniteError, RunLockedError, TrainingInterrupted
+from bigvocab.train import OPTIMIZERS, Trainer, TrainConfig, build_optimizers, clip_grad_norm, make_schedule
 
 QUIET = dict(progress=False, batch_size=32)
 
@@ -136,7 +140,7 @@ def test_clip_grad_norm_coalesces_sparse_gradients():
 
 # ------------------------------------------------------------------------------ schedules
 def test_linear_schedule_goes_from_lr_to_min_lr():
-    schedule = LRSchedule("linear", 0.1, decay=0.5, min_lr=0.001, total_steps=100)
+    schedule = make_schedule("linear", 0.1, decay=0.5, min_lr=0.001, total_steps=100)
     assert schedule.at_step(0) == pytest.approx(0.1)
     assert schedule.at_step(50) == pytest.approx(0.0505)
     assert schedule.at_step(100) == pytest.approx(0.001)
@@ -145,13 +149,13 @@ def test_linear_schedule_goes_from_lr_to_min_lr():
 
 
 def test_exponential_and_plateau_schedules():
-    exponential = LRSchedule("exponential", 0.1, decay=0.5, min_lr=0.02)
+    exponential = make_schedule("exponential", 0.1, decay=0.5, min_lr=0.02)
     assert [exponential.end_of_epoch(True) for _ in range(3)] == pytest.approx([0.05, 0.025, 0.02])
-    plateau = LRSchedule("plateau", 0.1, decay=0.5, min_lr=0.0)
+    plateau = make_schedule("plateau", 0.1, decay=0.5, min_lr=0.0)
     assert [plateau.end_of_epoch(improved) for improved in (True, False, True, False)] == pytest.approx(
         [0.1, 0.05, 0.05, 0.025]
     )
-    assert LRSchedule("none", 0.1, decay=0.5, min_lr=0.0).end_of_epoch(False) == 0.1
+    assert make_schedule("none", 0.1, decay=0.5, min_lr=0.0).end_of_epoch(False) == 0.1
 
 
 def test_linear_schedule_in_a_run_ends_at_min_lr(make_model, corpus, tmp_path):
@@ -312,3 +316,57 @@ def test_max_steps_on_an_epoch_boundary_completes_the_epoch(make_model, corpus, 
     assert result["epochs_completed"] == 1 and len(result["history"]) == 1
     assert result["best_path"] == tmp_path / "best.pt"
     assert load_checkpoint(tmp_path / "last.pt")["position"]["step_in_epoch"] == 0
+
+
+# ------------------------------------------------------------------------------ signals and the lock
+@pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM])
+def test_signal_finishes_the_step_saves_and_resume_is_exact(number, make_model, corpus, tmp_path):
+    """The model sends the signal to its own process in the middle of step 7's loss."""
+    cfg = dict(optimizer="adam", lr=0.05, epochs=2, lr_schedule="exponential", log_every=1)
+    straight = make_model()
+    Trainer(straight, *corpus, config(**cfg), out_dir=tmp_path / "a").fit()
+    model = make_model()
+    original_loss = model.loss
+
+    def loss_that_signals(batch):
+        model.calls_seen = getattr(model, "calls_seen", 0) + 1
+        if model.calls_seen == 7:
+            os.kill(os.getpid(), number)
+        return original_loss(batch)
+
+    model.loss = loss_that_signals
+    with pytest.raises(TrainingInterrupted, match=f"{signal.Signals(number).name} received: stopped after step 7 "
+                                                  r"\(in epoch 1\) and saved") as caught:
+        Trainer(model, *corpus, config(**cfg), out_dir=tmp_path / "b").fit()
+    assert caught.value.step == 7 and caught.value.checkpoint == tmp_path / "b" / "last.pt"
+    assert load_checkpoint(tmp_path / "b" / "last.pt")["position"]["step"] == 7
+    assert signal.getsignal(number) is not None and not (tmp_path / "b" / ".lock").exists()
+    resumed = make_model()
+    Trainer.resume(tmp_path / "b", resumed, *corpus).fit()
+    assert_same_state(straight, resumed)
+    lines = lambda run: [(e["step"], e["loss"]) for e in map(json.loads, (tmp_path / run / "metrics.jsonl").open())]
+    assert lines("b") == lines("a")
+
+
+def test_a_run_directory_in_use_is_refused(make_model, corpus, tmp_path):
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from bigvocab.train.rundir import RunLock\n"
+         "with RunLock(sys.argv[1]):\n    print('held', flush=True); time.sleep(60)", str(tmp_path)],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        assert holder.stdout.readline() == "held\n"
+        with pytest.raises(RunLockedError, match=f"out_dir '{tmp_path}' is in use by another run \\(pid {holder.pid} "):
+            Trainer(make_model(), *corpus, config(epochs=1), out_dir=tmp_path).fit()
+    finally:
+        holder.kill()
+        holder.wait()
+    Trainer(make_model(), *corpus, config(epochs=1), out_dir=tmp_path).fit()  # the dead holder's lock is stale
+    assert (tmp_path / "last.pt").exists() and not (tmp_path / ".lock").exists()
+
+
+def test_python_messages_name_keyword_arguments(make_model, corpus, tmp_path):
+    Trainer(make_model(), *corpus, config(epochs=1), out_dir=tmp_path).fit()
+    with pytest.raises(ConfigError) as caught:
+        Trainer(make_model(), *corpus, config(epochs=1), out_dir=tmp_path)
+    assert "resume=True" in str(caught.value) and "overwrite=True" in str(caught.value)
+    assert "--" not in str(caught.value)

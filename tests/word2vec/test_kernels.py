@@ -91,15 +91,6 @@ def test_hogbatch_window_is_one_sgd_step_on_the_window():
     torch.testing.assert_close(model.output.weight.detach(), want_out, rtol=1e-5, atol=1e-6)
 
 
-def test_engine_arrays_share_memory_with_the_model():
-    model = _model("skipgram", "neg")
-    a = engine_arrays(model)
-    a.syn0[2, 3] = 123.0
-    a.syn1[5, 1] = -7.0
-    assert model.embedding.weight[2, 3].item() == 123.0
-    assert model.output.weight[5, 1].item() == -7.0
-
-
 @pytest.mark.parametrize("hs", [False, True])
 def test_saturated_outputs_are_skipped_as_word2vec_does(hs):
     """Beyond MAX_EXP on the label's side the error is under 0.0025 and nothing moves; on the

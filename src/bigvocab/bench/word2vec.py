@@ -25,7 +25,7 @@ from typing import Any, Callable, Optional, TextIO
 
 import torch
 
-from bigvocab.bench.stats import paired_speedup
+from bigvocab.bench.timing import paired_speedup
 from bigvocab.word2vec import Word2Vec
 
 #: (label, sg, hs, hogbatch) rows of the speed table.

@@ -4,9 +4,9 @@ Every function here is model-agnostic and vectorised: a batch costs O(batch · w
 O(stream). Random draws use the caller's ``torch.Generator`` (on its own device) and the results
 are moved to the stream's device, so a fixed seed gives the same batches on any device.
 
-* :func:`index_batches` -- positions in order, or shuffled once per pass.
+* :func:`index_batches` -- positions in order, or shuffled once per pass (:func:`index_batch_count` of them).
 * :func:`windows_at` -- fixed windows around positions, padded beyond the stream's ends.
-* :func:`bptt_segments` -- the stream as parallel columns cut into BPTT segments.
+* :func:`bptt_segments` -- the stream as parallel columns cut into BPTT segments (:func:`bptt_segment_count`).
 * :func:`subsample_keep_prob` / :func:`subsample` -- word2vec's frequent-word subsampling.
 * :func:`shrunk_radius` / :func:`context_mask` -- word2vec's randomly shrunk windows.
 * :func:`random_ints` -- uniform integers (C&W's corrupting words).
@@ -60,6 +60,11 @@ def index_batches(
         yield order[start : start + batch_size]
 
 
+def index_batch_count(num: int, batch_size: int) -> int:
+    """How many slices :func:`index_batches` yields for ``num`` positions."""
+    return -(-num // batch_size)
+
+
 def windows_at(ids: Tensor, positions: Tensor, offsets: Tensor, pad_id: int) -> tuple[Tensor, Tensor]:
     """``ids[positions + offsets]`` with ``pad_id`` where that falls outside the stream.
 
@@ -89,6 +94,15 @@ def bptt_segments(ids: Tensor, batch_size: int, bptt: int) -> Iterator[tuple[Ten
     yield from _segments(ids[:body].view(rows, columns), ids[1 : body + 1].view(rows, columns), bptt)
     if body < num_targets:
         yield from _segments(ids[body:num_targets].view(1, -1), ids[body + 1 :].view(1, -1), bptt)
+
+
+def bptt_segment_count(num_ids: int, batch_size: int, bptt: int) -> int:
+    """How many segments :func:`bptt_segments` yields for a stream of ``num_ids`` ids."""
+    num_targets = num_ids - 1
+    rows = min(batch_size, num_targets)
+    columns = num_targets // rows
+    rest = num_targets - rows * columns
+    return -(-columns // bptt) + -(-rest // bptt)
 
 
 def _segments(inputs: Tensor, targets: Tensor, bptt: int) -> Iterator[tuple[Tensor, Tensor]]:

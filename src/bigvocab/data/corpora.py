@@ -22,6 +22,7 @@ Case is kept everywhere: Bengio et al. (2003) distinguished upper and lower case
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +35,7 @@ from tqdm.auto import tqdm
 from bigvocab.data.synthetic import SyntheticLanguage
 from bigvocab.data.vocab import Vocab
 from bigvocab.errors import ConfigError, DataError, UnknownNameError
-from bigvocab.registry import unknown_name_message
+from bigvocab.registry import Registry, unknown_name_message
 
 EOS = "</s>"
 UNK = "<unk>"
@@ -51,6 +52,22 @@ BROWN_FILE = re.compile(r"c[a-r]\d\d")
 PROGRESS_BYTES = 64 << 20
 _READ_BLOCK = 8 << 20
 _SPLIT_FILES = ("{}.txt", "ptb.{}.txt", "wiki.{}.tokens")
+#: Bytes hashed at each end of a file for its fingerprint.
+FINGERPRINT_BYTES = 1 << 20
+
+#: The corpus kinds: ``name -> loader(spec, arg, options)``; each loader has a ``form`` (how a spec
+#: of its kind is written) and a docstring whose first paragraph describes it.
+CORPORA: Registry = Registry("corpus kind")
+
+
+def corpus_kind(name: str, form: str) -> Callable:
+    """Register a loader under ``name``; ``form`` shows how a spec of this kind is written."""
+
+    def decorate(loader: Callable) -> Callable:
+        loader.form = form  # type: ignore[attr-defined]
+        return CORPORA.register(name)(loader)
+
+    return decorate
 _SYNTHETIC_DEFAULTS = {
     "vocab_size": 10000,
     "num_classes": 50,
@@ -129,13 +146,72 @@ def load_corpus(
             evaluate a trained model on its own or on another corpus).
     """
     kind, _, arg = spec.partition(":")
-    loader = _LOADERS.get(kind)
-    if loader is None:
-        raise UnknownNameError(unknown_name_message("corpus kind", kind, list(_LOADERS)) + "; write KIND:PATH")
-    return loader(spec, arg, _Options(min_count, max_size, progress, vocab))
+    if kind not in CORPORA:
+        raise UnknownNameError(unknown_name_message("corpus kind", kind, CORPORA.names()) + "; write KIND:PATH")
+    return CORPORA.get(kind)(spec, arg, _Options(min_count, max_size, progress, vocab))
 
 
+def portable_spec(spec: str) -> str:
+    """``spec`` with its path made absolute, so that it means the same from any directory (the
+    synthetic language has no path and is returned as it is)."""
+    kind, sep, arg = spec.partition(":")
+    if kind == "synthetic" or not arg:
+        return spec
+    return f"{kind}:{Path(arg).expanduser().resolve()}"
+
+
+def corpus_fingerprint(spec: str) -> Optional[dict]:
+    """What identifies the files ``spec`` reads: for each file (the file itself, or the files
+    directly inside the directory) its name, size and a SHA-256 of its first and last megabyte.
+    None for the synthetic language, which its spec defines, and for a path that does not exist.
+    The path itself is left out, so the same corpus moved or named another way matches."""
+    kind, _, arg = spec.partition(":")
+    path = Path(arg).expanduser()
+    if kind == "synthetic" or not arg or not path.exists():
+        return None
+    files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
+    return {"directory": path.is_dir(), "files": [_file_fingerprint(p) for p in files]}
+
+
+def _file_fingerprint(path: Path) -> dict:
+    size = path.stat().st_size
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        digest.update(handle.read(FINGERPRINT_BYTES))
+        if size > FINGERPRINT_BYTES:
+            handle.seek(max(FINGERPRINT_BYTES, size - FINGERPRINT_BYTES))
+            digest.update(handle.read())
+    return {"name": path.name, "size": size, "sha256_ends": digest.hexdigest()}
+
+
+def fingerprint_difference(stored: Optional[dict], current: Optional[dict]) -> Optional[str]:
+    """What differs between two fingerprints, in words, or None when they match (or the run
+    stored none, as runs from before fingerprints did)."""
+    if stored is None:
+        return None
+    if current is None:
+        return "it no longer exists"
+    if not stored.get("directory") and not current["directory"]:  # one file, which may have been renamed
+        old, new = stored["files"][0], current["files"][0]
+        before, after = {new["name"]: old}, {new["name"]: new}
+    else:
+        before = {f["name"]: f for f in stored["files"]}
+        after = {f["name"]: f for f in current["files"]}
+    for name in sorted(set(before) | set(after)):
+        if name not in after:
+            return f"{name} is gone"
+        if name not in before:
+            return f"{name} is new"
+        if before[name]["size"] != after[name]["size"]:
+            return f"{name} has {after[name]['size']:,} bytes, not {before[name]['size']:,}"
+        if before[name]["sha256_ends"] != after[name]["sha256_ends"]:
+            return f"the contents of {name} changed"
+    return None
+
+
+@corpus_kind("synthetic", "synthetic[:vocab_size=V,num_classes=K,tokens=N,seed=S]")
 def _load_synthetic(spec: str, arg: str, options: _Options) -> Corpus:
+    """The embedded synthetic language (the default); its perplexity floor is known."""
     if options.min_count is not None or options.max_size is not None:
         raise ConfigError("min_count/max_size do not apply to the synthetic language: it keeps all its words")
     params = _parse_synthetic(arg)
@@ -196,7 +272,9 @@ def _parse_number(key: str, text: str, *, integer: bool) -> float:
     return number
 
 
+@corpus_kind("text", "text:PATH")
 def _load_text(spec: str, arg: str, options: _Options) -> Corpus:
+    """One whitespace-tokenised sentence a line, split 80/10/10 by lines."""
     path = _existing(arg, spec, directory=False)
     interner = _Interner()
     stream = _read_files([path], interner, options, sentences=True)
@@ -208,7 +286,9 @@ def _load_text(spec: str, arg: str, options: _Options) -> Corpus:
     return _assemble(spec, interner, parts, options, {"source": str(path), "split": "80/10/10 lines"})
 
 
+@corpus_kind("dir", "dir:PATH")
 def _load_dir(spec: str, arg: str, options: _Options) -> Corpus:
+    """Train/valid/test files in a directory (train.txt, ptb.train.txt or wiki.train.tokens ...)."""
     folder = _existing(arg, spec, directory=True)
     interner = _Interner()
     files = [_split_file(folder, split) for split in ("train", "valid", "test")]
@@ -226,7 +306,9 @@ def _split_file(folder: Path, split: str) -> Path:
     return found[0]
 
 
+@corpus_kind("brown", "brown:PATH")
 def _load_brown(spec: str, arg: str, options: _Options) -> Corpus:
+    """The tagged Brown corpus, tags stripped, split 80/10/10 by words."""
     interner, stream, meta = _read_brown(spec, arg, options)
     words = stream != interner.get(EOS)
     valid = round(0.1 * int(words.sum()))
@@ -234,8 +316,11 @@ def _load_brown(spec: str, arg: str, options: _Options) -> Corpus:
     return _assemble(spec, interner, parts, options, {**meta, "split": "80/10/10 words"})
 
 
+@corpus_kind("brown-bengio", "brown-bengio:PATH")
 def _load_brown_bengio(spec: str, arg: str, options: _Options) -> Corpus:
-    """Bengio et al. (2003)'s stream: words plus a mark at the end of every paragraph and of every
+    """Brown as in Bengio et al. (2003): 800k/200k/rest words, rare words become <unk>.
+
+    Their stream: words plus a mark at the end of every paragraph and of every
     text, no sentence marks. Their count of 1,181,041 tokens "including text and paragraph marks"
     is matched by this corpus's 1,161,192 words + 15,667 paragraphs + 500 texts = 1,177,359 (the
     rest is tokenisation), so the 800,000 / 200,000 split counts marks as tokens, as theirs did."""
@@ -280,7 +365,9 @@ def _read_brown(spec: str, arg: str, options: _Options) -> tuple[_Interner, np.n
     return interner, stream, {"source": str(folder), "files": len(files)}
 
 
+@corpus_kind("text8", "text8:PATH")
 def _load_text8(spec: str, arg: str, options: _Options) -> Corpus:
+    """Mahoney's text8, split 90/5/5 by words."""
     path = _existing(arg, spec, directory=False)
     interner = _Interner()
     stream = _read_files([path], interner, options, sentences=False)
@@ -424,14 +511,5 @@ def _assemble(
     return Corpus(spec, vocab, streams["train"], streams["valid"], streams["test"], None, meta)
 
 
-_LOADERS: dict[str, Callable[[str, str, _Options], Corpus]] = {
-    "synthetic": _load_synthetic,
-    "text": _load_text,
-    "dir": _load_dir,
-    "brown": _load_brown,
-    "brown-bengio": _load_brown_bengio,
-    "text8": _load_text8,
-}
-
 #: The spec kinds :func:`load_corpus` understands.
-CORPUS_KINDS: tuple[str, ...] = tuple(_LOADERS)
+CORPUS_KINDS: tuple[str, ...] = tuple(CORPORA.names())

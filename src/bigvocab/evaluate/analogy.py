@@ -14,12 +14,12 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Optional, Union
 
 import torch
 
 from bigvocab.errors import DataError
+from bigvocab.evaluate.lines import numbered_lines
 from bigvocab.evaluate.vectors import WordVectors
 from bigvocab.validation import check_positive_int
 
@@ -93,24 +93,19 @@ class AnalogyResult:
 
 def read_analogies(path: Union[str, os.PathLike]) -> list[tuple[str, list[Question]]]:
     """``[(section, [(a, b, c, d), ...]), ...]`` from a questions-words file, words lowercased."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"analogy file {str(path)!r} does not exist")
     sections: list[tuple[str, list[Question]]] = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            line = line.strip()
-            if not line:
-                continue
-            if line.startswith(":"):
-                sections.append((line[1:].strip(), []))
-                continue
-            words = line.lower().split()
-            if len(words) != 4:
-                raise DataError(f"{str(path)!r} line {number}: an analogy has 4 words, got {len(words)}: {line!r}")
-            if not sections:
-                sections.append(("questions", []))
-            sections[-1][1].append(tuple(words))
+    for number, line in numbered_lines(path, "analogy file"):
+        if not line:
+            continue
+        if line.startswith(":"):
+            sections.append((line[1:].strip(), []))
+            continue
+        words = line.lower().split()
+        if len(words) != 4:
+            raise DataError(f"{str(path)!r} line {number}: an analogy has 4 words, got {len(words)}: {line!r}")
+        if not sections:
+            sections.append(("questions", []))
+        sections[-1][1].append(tuple(words))
     if not any(questions for _, questions in sections):
         raise DataError(f"analogy file {str(path)!r} holds no questions")
     return sections

@@ -29,6 +29,16 @@ class NormaliserStats:
     count: int
 
 
+def check_has_normaliser(model) -> None:
+    """A :class:`ConfigError` unless ``model``'s output layer has a single normaliser Z (checked
+    before any pass over the data)."""
+    if not model.has_distribution:
+        raise ConfigError(f"model {type(model).__name__} has no normalised distribution, so no normaliser Z")
+    if not hasattr(model.output, "log_normaliser"):
+        raise ConfigError(f"{type(model.output).__name__} has no single normaliser Z (only the linear-softmax "
+                          "layers have one)")
+
+
 def log_normaliser_stats(model, ids: Tensor, batch_size: int = 512, *, progress: bool = False) -> NormaliserStats:
     """Exact log Z of ``model``'s output layer in every context of ``ids`` (1-D token ids).
 
@@ -36,10 +46,8 @@ def log_normaliser_stats(model, ids: Tensor, batch_size: int = 512, *, progress:
     sampling and self-normalising layer: they expose ``log_normaliser``); tree- and cluster-based
     layers normalise per node and have no such Z, which is a :class:`ConfigError`.
     """
-    output = getattr(model, "output", None)
-    if not hasattr(output, "log_normaliser"):
-        name = type(output).__name__ if output is not None else "no output layer"
-        raise ConfigError(f"{name} has no single normaliser Z (only the linear-softmax layers have one)")
+    check_has_normaliser(model)
+    output = model.output
     total = torch.zeros((), dtype=torch.float64)
     squares = torch.zeros((), dtype=torch.float64)
     largest = 0.0

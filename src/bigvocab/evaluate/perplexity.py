@@ -38,7 +38,8 @@ def eval_batches(model, ids: Tensor, batch_size: int, *, progress: bool = False,
     try:
         with torch.no_grad():
             batches = model.batches(ids, batch_size, train=False, generator=None)
-            for batch in tqdm(batches, desc=desc, unit="batch", disable=not progress, leave=False):
+            total = model.num_batches(ids, batch_size) if progress else None
+            for batch in tqdm(batches, desc=desc, unit="batch", total=total, disable=not progress, leave=False):
                 yield batch_to(batch, device)
     finally:
         model.train(was_training)

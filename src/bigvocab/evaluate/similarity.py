@@ -9,12 +9,12 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Optional, Sequence, Union
 
 import numpy as np
 
 from bigvocab.errors import DataError
+from bigvocab.evaluate.lines import numbered_lines
 from bigvocab.evaluate.vectors import WordVectors
 
 Pair = tuple[str, str, float]
@@ -62,25 +62,20 @@ def read_word_pairs(path: Union[str, os.PathLike]) -> list[Pair]:
     ``#`` lines and blank lines are skipped, and so is a first line whose score is not a number
     (a column header).
     """
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"word-pair file {str(path)!r} does not exist")
     pairs: list[Pair] = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            line = line.strip()
-            if not line or line.startswith("#"):
+    for number, line in numbered_lines(path, "word-pair file"):
+        if not line or line.startswith("#"):
+            continue
+        fields = line.split("\t") if "\t" in line else line.split()
+        if len(fields) < 3:
+            raise DataError(f"{str(path)!r} line {number}: expected 'word1<TAB>word2<TAB>score', got {line!r}")
+        try:
+            score = float(fields[2])
+        except ValueError:
+            if not pairs:
                 continue
-            fields = line.split("\t") if "\t" in line else line.split()
-            if len(fields) < 3:
-                raise DataError(f"{str(path)!r} line {number}: expected 'word1<TAB>word2<TAB>score', got {line!r}")
-            try:
-                score = float(fields[2])
-            except ValueError:
-                if not pairs:
-                    continue
-                raise DataError(f"{str(path)!r} line {number}: score {fields[2]!r} is not a number") from None
-            pairs.append((fields[0].strip().lower(), fields[1].strip().lower(), score))
+            raise DataError(f"{str(path)!r} line {number}: score {fields[2]!r} is not a number") from None
+        pairs.append((fields[0].strip().lower(), fields[1].strip().lower(), score))
     if not pairs:
         raise DataError(f"word-pair file {str(path)!r} holds no pairs")
     return pairs

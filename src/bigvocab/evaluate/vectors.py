@@ -127,9 +127,12 @@ class WordVectors:
         return load_word2vec_format(path, binary)
 
     def save_word2vec_format(self, path: PathLike, binary: bool = False) -> None:
-        """Write the vectors in word2vec's text or binary format (see the module docstring)."""
+        """Write the vectors in word2vec's text or binary format (see the module docstring),
+        atomically: a failed write leaves ``path`` as it was and names it in a :class:`WriteError`."""
+        from bigvocab.files import atomic_output
+
         rows = self.vectors.numpy()
-        with open(path, "wb") as handle:
+        with atomic_output(path) as handle:
             handle.write(f"{len(self)} {self.dim}\n".encode("utf-8"))
             little_endian = rows.astype("<f4")
             for word, row, raw in zip(self.words, rows, little_endian):
@@ -150,7 +153,10 @@ def load_word2vec_format(path: PathLike, binary: bool = False) -> WordVectors:
         count, dim = _read_header(handle.readline(), path)
         reader = _read_binary_rows if binary else _read_text_rows
         words, vectors = reader(handle, count, dim, path)
-    return WordVectors(words, torch.from_numpy(vectors))
+    try:
+        return WordVectors(words, torch.from_numpy(vectors))
+    except DataError as error:
+        raise DataError(f"{str(path)!r}: {error}") from None
 
 
 def load_word_vectors(path: PathLike) -> WordVectors:
@@ -176,11 +182,16 @@ def _read_header(line: bytes, path: Path) -> tuple[int, int]:
     return count, dim
 
 
+#: Bytes of a number written as text; a binary file's float32 values are almost never only these.
+_TEXT_NUMBER_BYTES = frozenset(b"0123456789.-+eE \t\r\n")
+
+
 def _decode(raw: bytes, path: Path, row: int) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise DataError(f"{str(path)!r}: word {row + 1} is not valid UTF-8: {raw[:40]!r}") from None
+        raise DataError(f"{str(path)!r}: word {row + 1} is not valid UTF-8: {raw[:40]!r} (a binary word2vec "
+                        "file is read as binary only when its name ends in .bin)") from None
 
 
 def _read_text_rows(handle, count: int, dim: int, path: Path) -> tuple[list[str], np.ndarray]:
@@ -213,6 +224,9 @@ def _read_binary_rows(handle, count: int, dim: int, path: Path) -> tuple[list[st
             raise DataError(f"{str(path)!r}: the header announces {count} words but the file ends after {row}")
         words.append(_decode(data[position:space], path, row))
         raw = data[space + 1 : space + 1 + width]
+        if row == 0 and set(raw) <= _TEXT_NUMBER_BYTES:
+            raise DataError(f"{str(path)!r} holds text vectors, but a name ending in .bin means the binary word2vec "
+                            "format; rename it (e.g. .txt) to read it as text")
         if len(raw) != width:
             raise DataError(f"{str(path)!r}: the vector of word {row + 1} is truncated")
         vectors[row] = np.frombuffer(raw, dtype="<f4")

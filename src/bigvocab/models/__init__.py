@@ -9,16 +9,17 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional, Sequence
 
 from bigvocab.errors import ConfigError
-from bigvocab.factory import _keyword_options, create_output
+from bigvocab.factory import create_output
 from bigvocab.models import cw, lstm, nnlm, word2vec  # noqa: F401  (registers)
-from bigvocab.models.base import LanguageModel
+from bigvocab.models.base import LanguageModel, RankingModel, WordModel
 from bigvocab.models.cw import CWRanking
 from bigvocab.models.lstm import LSTMLM
 from bigvocab.models.nnlm import NNLM
 from bigvocab.models.word2vec import CBOW, SkipGram
 from bigvocab.registry import MODELS, OUTPUTS
 
-__all__ = ["CBOW", "CWRanking", "LSTMLM", "LanguageModel", "NNLM", "SkipGram", "build_model", "list_models"]
+__all__ = ["CBOW", "CWRanking", "LSTMLM", "LanguageModel", "NNLM", "RankingModel", "SkipGram", "WordModel",
+           "build_model", "list_models"]
 
 
 def list_models() -> list[str]:
@@ -35,7 +36,7 @@ def build_model(
     words: Optional[Sequence[str]] = None,
     model_kwargs: Optional[Mapping[str, Any]] = None,
     output_kwargs: Optional[Mapping[str, Any]] = None,
-) -> LanguageModel:
+) -> WordModel:
     """Build the registered model ``name`` with the output layer ``output_name``.
 
     Args:
@@ -52,20 +53,17 @@ def build_model(
     cls = MODELS.get(name)
     model_kwargs = dict(model_kwargs or {})
     output_kwargs = dict(output_kwargs or {})
-    output = None
-    if not cls.needs_output:
+    extra = {"counts": counts} if cls.uses_counts else {}
+    if not cls.has_distribution:
         if output_name is not None or output_kwargs:
             raise ConfigError(
                 f"model {name!r} scores windows with its own head and takes no output layer or "
                 f"output options; got output {output_name!r}, options {sorted(output_kwargs)}"
             )
-    elif output_name is None:
+        return cls(vocab_size, **extra, **model_kwargs)
+    if output_name is None:
         raise ConfigError(f"model {name!r} needs an output layer (one of: {', '.join(OUTPUTS.names())})")
-    else:
-        options = _keyword_options(OUTPUTS.get(output_name))
-        if words is not None and "words" not in output_kwargs and (options is None or "words" in options):
-            output_kwargs["words"] = words
-        in_features = cls.output_features(**model_kwargs)
-        output = create_output(output_name, in_features, vocab_size, counts=counts, **output_kwargs)
-    extra = {"counts": counts} if cls.uses_counts else {}
+    in_features = cls.output_features(**model_kwargs)
+    words = output_kwargs.pop("words", words)
+    output = create_output(output_name, in_features, vocab_size, counts=counts, words=words, **output_kwargs)
     return cls(vocab_size, output, **extra, **model_kwargs)

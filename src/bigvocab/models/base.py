@@ -1,5 +1,7 @@
-"""The :class:`LanguageModel` contract: an encoder that turns a batch into hidden states, and an
-output layer, passed in, that turns hidden states into a distribution over the vocabulary.
+"""The model contracts. :class:`WordModel` is what every model does (batches, a training loss, word
+vectors); a :class:`LanguageModel` adds a normalised distribution -- an encoder that turns a batch
+into hidden states, and an output layer, passed in, that turns them into a distribution over the
+vocabulary -- and a :class:`RankingModel` declares that it has none.
 
 A model knows nothing about which output layer it has: it feeds ``self.output`` hidden states of
 ``output_features`` dimensions through the :class:`~bigvocab.outputs.base.OutputLayer` interface
@@ -21,50 +23,107 @@ from torch import Tensor, nn
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.registry import unknown_name_message
-from bigvocab.validation import check_positive_int
+from bigvocab.validation import check_flag, check_positive_int
+
+__all__ = ["LanguageModel", "RankingModel", "WordModel", "check_flag"]
 
 
-def check_flag(name: str, value: object) -> bool:
-    """A boolean option; 0 and 1 are accepted too (gensim spells ``cbow_mean=1``)."""
-    if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
-        return bool(value)
-    raise ConfigError(f"{name} must be True or False (or 1 or 0), got {value!r}")
-
-
-class LanguageModel(nn.Module):
-    """Base class of the models: ``batches`` cuts a stream of ids into the model's own examples,
-    ``loss`` trains on them, ``log_prob`` scores them exactly.
+class WordModel(nn.Module):
+    """Base class of every model: ``batches`` cuts a stream of ids into the model's own examples and
+    ``loss`` trains on them; the input embedding gives the word vectors.
 
     Args:
         vocab_size: V; word ids lie in [0, V).
-        output: the output layer, with ``num_classes == V`` and ``in_features`` equal to
-            ``output_features(**options)``; ``None`` only for models that score by themselves.
         **options: the fields of ``config_class``.
 
     Subclasses store their input embedding as ``self.embedding`` (rows from V on, if any, are
-    padding) and implement :meth:`batches` and :meth:`features`.
+    padding). What a model can do beyond training is declared by its base: a
+    :class:`LanguageModel` has a normalised distribution (``log_prob``, perplexity, an output
+    layer), a :class:`RankingModel` only scores its examples.
     """
 
-    #: The options dataclass; it has an ``output_features()`` method.
+    #: The options dataclass.
     config_class: ClassVar[type]
-    #: False for models that score with their own head and take no output layer (C&W ranking).
-    needs_output: ClassVar[bool] = True
+    #: True for models with a normalised distribution p(w | context): the LanguageModel subclasses.
+    has_distribution: ClassVar[bool] = False
     #: True when the constructor takes the training frequencies as ``counts=``.
     uses_counts: ClassVar[bool] = False
 
-    def __init__(self, vocab_size: int, output: Optional[OutputLayer], **options: Any) -> None:
+    def __init__(self, vocab_size: int, **options: Any) -> None:
         super().__init__()
-        name = self.model_name()
         self.vocab_size = check_positive_int("vocab_size", vocab_size)
         if vocab_size < 2:
             raise ConfigError(f"vocab_size must be at least 2, got {vocab_size}")
         self.config = self.make_config(**options)
-        if not self.needs_output and output is not None:
-            raise ConfigError(f"model {name!r} scores with its own head and takes no output layer; pass None")
-        if self.needs_output and output is None:
-            raise ConfigError(f"model {name!r} needs an output layer (see bigvocab.list_outputs())")
-        if output is not None:
-            self._check_output(output)
+
+    # ------------------------------------------------------------------ configuration
+    @classmethod
+    def model_name(cls) -> str:
+        return getattr(cls, "registered_name", cls.__name__)
+
+    @classmethod
+    def make_config(cls, **options: Any) -> Any:
+        """The validated options; an unknown option names the valid ones and the closest."""
+        valid = [field.name for field in dataclasses.fields(cls.config_class)]
+        for key in options:
+            if key not in valid:
+                raise ConfigError(unknown_name_message(f"{cls.model_name()} option", key, valid))
+        return cls.config_class(**options)
+
+    # ------------------------------------------------------------------ the contract
+    def batches(
+        self, ids: Tensor, batch_size: int, *, train: bool, generator: Optional[torch.Generator] = None
+    ) -> Iterator[dict[str, Tensor]]:
+        """The model's examples cut from the 1-D stream ``ids``. ``train=False`` is deterministic
+        and predicts every target once, in order, so the mean of ``log_prob`` is the exact
+        log-likelihood. Every batch has a ``"target"`` tensor, one element per predicted token."""
+        raise NotImplementedError
+
+    def num_batches(self, ids: Tensor, batch_size: int) -> Optional[int]:
+        """How many batches :meth:`batches` yields for ``ids`` (the same with ``train`` or not; a
+        model whose training draws how many examples it makes, as word2vec's subsampling, gives
+        the ``train=False`` count, which a training pass must not exceed), or None when that is
+        only known by drawing them (progress bars then show no total)."""
+        return None
+
+    def loss(self, batch: dict[str, Tensor]) -> Tensor:
+        """Scalar training objective, averaged over the batch's examples."""
+        raise NotImplementedError
+
+    def word_vectors(self) -> Tensor:
+        """The input embedding as word vectors, (V, D); a view of the parameter, detached."""
+        return self.embedding.weight[: self.vocab_size].detach()
+
+    def sparse_parameters(self) -> list[nn.Parameter]:
+        """Parameters whose gradients are sparse (embeddings built with ``sparse=True``), each once."""
+        found: dict[int, nn.Parameter] = {}
+        for module in self.modules():
+            if isinstance(module, nn.Embedding) and module.sparse:
+                found[id(module.weight)] = module.weight
+        return list(found.values())
+
+
+class LanguageModel(WordModel):
+    """A model with a normalised distribution: an encoder that turns a batch into hidden states,
+    and an output layer, passed in, that trains on them (``loss``) and normalises them exactly
+    (``log_prob``).
+
+    Args:
+        vocab_size: V; word ids lie in [0, V).
+        output: the output layer, with ``num_classes == V`` and ``in_features`` equal to
+            ``output_features(**options)``.
+        **options: the fields of ``config_class``, whose ``output_features()`` gives that size.
+
+    Subclasses implement :meth:`batches` and :meth:`features`.
+    """
+
+    has_distribution = True
+
+    def __init__(self, vocab_size: int, output: Optional[OutputLayer], **options: Any) -> None:
+        super().__init__(vocab_size, **options)
+        if output is None:
+            raise ConfigError(f"model {self.model_name()!r} needs an output layer (see bigvocab.list_outputs())")
+        self._check_output(output)
         self.output = output
 
     def _check_output(self, output: OutputLayer) -> None:
@@ -83,33 +142,10 @@ class LanguageModel(nn.Module):
                 f"configuration feeds it {expected}-dimensional hidden states (see output_features)"
             )
 
-    # ------------------------------------------------------------------ configuration
-    @classmethod
-    def model_name(cls) -> str:
-        return getattr(cls, "registered_name", cls.__name__)
-
-    @classmethod
-    def make_config(cls, **options: Any) -> Any:
-        """The validated options; an unknown option names the valid ones and the closest."""
-        valid = [field.name for field in dataclasses.fields(cls.config_class)]
-        for key in options:
-            if key not in valid:
-                raise ConfigError(unknown_name_message(f"{cls.model_name()} option", key, valid))
-        return cls.config_class(**options)
-
     @classmethod
     def output_features(cls, **options: Any) -> int:
         """in_features the output layer must have for this configuration."""
         return cls.make_config(**options).output_features()
-
-    # ------------------------------------------------------------------ the contract
-    def batches(
-        self, ids: Tensor, batch_size: int, *, train: bool, generator: Optional[torch.Generator] = None
-    ) -> Iterator[dict[str, Tensor]]:
-        """The model's examples cut from the 1-D stream ``ids``. ``train=False`` is deterministic
-        and predicts every target once, in order, so the mean of ``log_prob`` is the exact
-        log-likelihood. Every batch has a ``"target"`` tensor, one element per predicted token."""
-        raise NotImplementedError
 
     def features(self, batch: dict[str, Tensor]) -> Tensor:
         """Hidden states for the output layer, shape ``batch["target"].shape + (H,)``."""
@@ -129,18 +165,21 @@ class LanguageModel(nn.Module):
         """Exact log p(target | context), shape ``batch["target"].shape``."""
         return self.output.log_prob(self.features(batch), batch["target"])
 
-    def word_vectors(self) -> Tensor:
-        """The input embedding as word vectors, (V, D); a view of the parameter, detached."""
-        return self.embedding.weight[: self.vocab_size].detach()
-
-    def sparse_params(self) -> list[nn.Parameter]:
-        """Parameters whose gradients are sparse: embeddings built with ``sparse=True`` and the
-        output layer's ``sparse_parameters()``. Each parameter appears once."""
-        found: dict[int, nn.Parameter] = {}
-        for module in self.modules():
-            if isinstance(module, nn.Embedding) and module.sparse:
-                found[id(module.weight)] = module.weight
-        if self.output is not None:
-            for param in self.output.sparse_parameters():
-                found[id(param)] = param
+    def sparse_parameters(self) -> list[nn.Parameter]:
+        """Sparse embeddings and the output layer's ``sparse_parameters()``, each once."""
+        found = {id(param): param for param in super().sparse_parameters()}
+        for param in self.output.sparse_parameters():
+            found[id(param)] = param
         return list(found.values())
+
+
+class RankingModel(WordModel):
+    """A model that scores its examples with its own head and has no normalised distribution, so
+    no output layer, ``log_prob`` or perplexity (Collobert & Weston's ranking model); its product
+    is the word vectors."""
+
+    def __init__(self, vocab_size: int, output: None = None, **options: Any) -> None:
+        if output is not None:
+            raise ConfigError(f"model {self.model_name()!r} scores with its own head and takes no output layer; "
+                              "pass None")
+        super().__init__(vocab_size, **options)

@@ -21,9 +21,8 @@ from typing import Iterator, Optional
 import torch
 from torch import Tensor, nn
 
-from bigvocab.data.batching import check_stream, index_batches, random_ints, windows_at
-from bigvocab.errors import ConfigError
-from bigvocab.models.base import LanguageModel, check_flag
+from bigvocab.data.batching import check_stream, index_batch_count, index_batches, random_ints, windows_at
+from bigvocab.models.base import RankingModel, check_flag
 from bigvocab.registry import MODELS
 from bigvocab.validation import check_positive_int
 
@@ -52,12 +51,9 @@ class CWConfig:
         check_positive_int("hidden_dim", self.hidden_dim)
         self.sparse = check_flag("sparse", self.sparse)
 
-    def output_features(self) -> int:
-        raise ConfigError("model 'cw' scores windows with its own head and takes no output layer")
-
 
 @MODELS.register("cw")
-class CWRanking(LanguageModel):
+class CWRanking(RankingModel):
     """Collobert & Weston window ranking model.
 
     Batches: ``{"window": (N, 2w+1) long, "corrupt": (N,) long, "target": (N,) long}``; every
@@ -66,9 +62,8 @@ class CWRanking(LanguageModel):
     """
 
     config_class = CWConfig
-    needs_output = False
 
-    def __init__(self, vocab_size: int, output=None, **options) -> None:
+    def __init__(self, vocab_size: int, output: None = None, **options) -> None:
         super().__init__(vocab_size, output, **options)
         config = self.config
         self.pad_id = vocab_size
@@ -92,6 +87,9 @@ class CWRanking(LanguageModel):
             corrupt = random_ints(0, self.vocab_size, positions.numel(), generator, ids.device)
             yield {"window": window, "corrupt": corrupt, "target": ids[positions]}
 
+    def num_batches(self, ids: Tensor, batch_size: int) -> int:
+        return index_batch_count(ids.numel(), batch_size)
+
     def score(self, window: Tensor) -> Tensor:
         """(N, 2w+1) window ids -> (N,) scores s(x)."""
         x = self.embedding(window).flatten(1)
@@ -112,16 +110,3 @@ class CWRanking(LanguageModel):
         """Mean hinge ranking loss ``max(0, 1 - s(x) + s(x~))`` over the windows."""
         scores = self.scores(batch)
         return torch.relu(1 - scores[:, 0] + scores[:, 1]).mean()
-
-    def features(self, batch: dict[str, Tensor]) -> Tensor:
-        raise _no_distribution()
-
-    def log_prob(self, batch: dict[str, Tensor]) -> Tensor:
-        raise _no_distribution()
-
-
-def _no_distribution() -> ConfigError:
-    return ConfigError(
-        "the C&W ranking model has no normalised distribution (it only scores windows), so it has "
-        "no output layer, log-probabilities or perplexity; evaluate its word vectors instead"
-    )

@@ -24,7 +24,7 @@ from typing import Iterator, NamedTuple, Optional
 import torch
 from torch import Tensor, nn
 
-from bigvocab.data.batching import bptt_segments, check_stream
+from bigvocab.data.batching import bptt_segment_count, bptt_segments, check_stream
 from bigvocab.errors import ConfigError
 from bigvocab.models.base import LanguageModel, check_flag
 from bigvocab.registry import MODELS
@@ -136,6 +136,9 @@ class LSTMLM(LanguageModel):
                 yield {"input": inputs, "target": targets, "stream": stream, "step": torch.tensor(step)}
         finally:
             self._passes.pop(pass_id, None)
+
+    def num_batches(self, ids: Tensor, batch_size: int) -> int:
+        return bptt_segment_count(ids.numel(), batch_size, self.config.bptt)
 
     def previous_tokens(self, batch: dict[str, Tensor]) -> Tensor:
         return batch["input"]

@@ -17,7 +17,7 @@ from typing import Iterator, Optional
 import torch
 from torch import Tensor, nn
 
-from bigvocab.data.batching import check_stream, index_batches, windows_at
+from bigvocab.data.batching import check_stream, index_batch_count, index_batches, windows_at
 from bigvocab.errors import ConfigError
 from bigvocab.models.base import LanguageModel, check_flag
 from bigvocab.registry import MODELS
@@ -79,6 +79,9 @@ class NNLM(LanguageModel):
             positions = chunk + 1
             context, _ = windows_at(ids, positions, offsets, self.pad_id)
             yield {"context": context, "target": ids[positions]}
+
+    def num_batches(self, ids: Tensor, batch_size: int) -> int:
+        return index_batch_count(ids.numel() - 1, batch_size)
 
     def previous_tokens(self, batch: dict[str, Tensor]) -> Tensor:
         """Targets are ``ids[1:]``, so the last context word is always a real token, never the pad."""

@@ -53,6 +53,7 @@ from torch import Tensor, nn
 from bigvocab.data.batching import (
     check_stream,
     context_mask,
+    index_batch_count,
     rebatch,
     shrunk_radius,
     subsample,
@@ -158,6 +159,15 @@ class Word2Vec(LanguageModel):
         total = per_example.sum()
         return per_example.mean().detach() + (total - total.detach())
 
+    def num_batches(self, ids: Tensor, batch_size: int) -> int:
+        """Exact for ``train=False`` (every token, full windows). A training pass draws shrunk
+        windows over a subsampled stream, so it yields at most this many."""
+        return index_batch_count(self._full_examples(ids.numel()), batch_size)
+
+    def _full_examples(self, length: int) -> int:
+        """Examples of ``batches(train=False)`` over a stream of ``length`` tokens."""
+        raise NotImplementedError
+
     def _chunks(
         self, ids: Tensor, train: bool, generator: Optional[torch.Generator]
     ) -> Iterator[tuple[Tensor, Tensor, Tensor]]:
@@ -196,6 +206,13 @@ class SkipGram(Word2Vec):
         for centres, targets in rebatch(pairs, batch_size):
             yield {"centre": centres, "target": targets}
 
+    def _full_examples(self, length: int) -> int:
+        # each side of position i has min(i, w) / min(length - 1 - i, w) words: twice the sum of min(i, w)
+        window = self.config.window
+        if length <= window:
+            return length * (length - 1)
+        return window * (window - 1) + 2 * (length - window) * window
+
     def features(self, batch: dict[str, Tensor]) -> Tensor:
         """(N,) centre ids -> (N, vector_size)."""
         return self.embedding(batch["centre"])
@@ -218,6 +235,10 @@ class CBOW(Word2Vec):
         """One example per centre word that has at least one context word."""
         for context, used, centres in rebatch(self._with_context(ids, train, generator), batch_size):
             yield {"context": context, "mask": used, "target": centres}
+
+    def _full_examples(self, length: int) -> int:
+        # every centre of a stream of two or more tokens has a neighbour
+        return length if length >= 2 else 0
 
     def _with_context(
         self, ids: Tensor, train: bool, generator: Optional[torch.Generator]

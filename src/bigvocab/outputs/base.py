@@ -2,20 +2,29 @@
 
 Public methods accept ``hidden`` of shape (N, H) or (B, T, H) and ``target`` of the matching
 leading shape; they validate once, flatten to (N, H) / (N,), and call the subclass's private
-``_loss`` / ``_log_prob`` / ``_log_softmax`` / ``_topk``, which write only the mathematics on
-flat tensors. Results are reshaped back to the caller's leading shape.
+``_loss(hidden, target, context)`` / ``_log_prob(hidden, target)`` / ``_log_softmax(hidden)`` /
+``_topk(hidden, k)``, which write only the mathematics on flat tensors. Results are reshaped back
+to the caller's leading shape.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, ClassVar, Mapping, Optional
 
 import torch
 from torch import Tensor, nn
 
 from bigvocab.errors import ConfigError
+from bigvocab.outputs.cost import Cost
+from bigvocab.outputs.engine import EngineTables
+from bigvocab.registry import OUTPUTS, keyword_options
 from bigvocab.validation import check_positive_int
 
 REDUCTIONS = ("mean", "sum", "none")
+
+#: What some layers need besides H and V: training frequencies (``counts``), the vocabulary
+#: strings (``words``) and (V, D) word vectors (``vectors``). ``create_output`` takes each of
+#: them for any layer and passes it only to the layers that declare it (:meth:`OutputLayer.side_inputs`).
+SIDE_INPUTS = ("counts", "words", "vectors")
 
 
 class OutputLayer(nn.Module):
@@ -25,9 +34,6 @@ class OutputLayer(nn.Module):
     ``log_softmax`` and ``topk`` are always exact and normalised over the whole vocabulary, so
     perplexities of all methods are comparable.
     """
-
-    #: The flat (N,) context of the ``loss`` call in progress, else None (see :meth:`loss`).
-    loss_context: Optional[Tensor] = None
 
     #: True when ``loss`` produces sparse gradients (only touched rows) for some parameters,
     #: so the trainer must pick an optimiser that accepts them.
@@ -42,12 +48,80 @@ class OutputLayer(nn.Module):
     #: after a parameter change computes (cnn's V output embeddings): a one-off cost per model.
     eval_cache: bool = False
 
+    #: True when the layer has ``score(hidden, target)``: an unnormalised score that training makes
+    #: close to log p (Devlin et al. 2014), for decoding; never for perplexity.
+    self_normalised: bool = False
+
+    #: True when a training step holds the dense (N, V) logits, their softmax and gradient at once
+    #: (the textbook ``nn.Linear`` + cross-entropy), so a caller should check memory first.
+    dense_logits: bool = False
+
+    #: Named forms of the method (label -> constructor options), e.g. hsm's trees: the bench
+    #: gives each its own row and the contract suite tests each. Empty: the defaults are the one form.
+    variants: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
+
+    #: The word2vec update that the compiled engine runs for this layer, ``"neg"`` or ``"hs"``, or
+    #: None (see :mod:`bigvocab.outputs.engine`); such a layer also writes ``engine_unsupported``
+    #: and ``_engine_tables``.
+    engine_kind: ClassVar[Optional[str]] = None
+
     def __init__(self, in_features: int, num_classes: int) -> None:
         super().__init__()
         self.in_features = check_positive_int("in_features", in_features)
         self.num_classes = check_positive_int("num_classes", num_classes)
         if num_classes < 2:
             raise ConfigError(f"num_classes must be at least 2, got {num_classes}")
+
+    # ------------------------------------------------------------------ declarations
+    @classmethod
+    def accepted_options(cls, options: Mapping[str, Any]) -> Optional[set[str]]:
+        """The keywords the constructor takes given ``options`` (which may pick a part, e.g. a
+        scorer, with keywords of its own), or None when any keyword is accepted."""
+        return keyword_options(cls)
+
+    @classmethod
+    def side_inputs(cls, options: Mapping[str, Any]) -> frozenset[str]:
+        """Which of :data:`SIDE_INPUTS` the layer built with ``options`` reads."""
+        accepted = cls.accepted_options(options)
+        return frozenset(name for name in SIDE_INPUTS if accepted is None or name in accepted)
+
+    def train_cost(self, target: Tensor) -> Optional[Cost]:
+        """FLOPs and bytes a training step on the targets (N,) must spend, from the layer's shape
+        and options (see :mod:`bigvocab.outputs.cost`); None when the layer has no cost model."""
+        return None
+
+    def log_prob_cost(self, target: Tensor) -> Optional[Cost]:
+        """FLOPs and bytes of exact ``log_prob`` for the targets (N,), forward only; None when the
+        layer has no cost model."""
+        return None
+
+    def engine_unsupported(self) -> Optional[str]:
+        """Why word2vec's compiled engine cannot train this layer as built; None when it can."""
+        if self.engine_kind is not None:
+            return None
+        compiled = [name for name in OUTPUTS.names() if OUTPUTS.get(name).engine_kind is not None]
+        name = getattr(type(self), "registered_name", type(self).__name__)
+        return f"the engine trains {' and '.join(compiled)} layers, not {name!r}"
+
+    def engine_tables(self) -> EngineTables:
+        """What the compiled engine reads and updates in place (:mod:`bigvocab.outputs.engine`);
+        a :class:`ConfigError` saying why when :meth:`engine_unsupported` refuses."""
+        reason = self.engine_unsupported()
+        if reason is not None:
+            raise ConfigError(reason)
+        return self._engine_tables()
+
+    def _engine_tables(self) -> EngineTables:
+        raise NotImplementedError
+
+    def element_size(self) -> int:
+        """Bytes per number of the layer's parameters (its dtype's)."""
+        return next(self.parameters()).element_size()
+
+    def factory_kwargs(self) -> dict[str, Any]:
+        """``device`` and ``dtype`` of the layer's parameters, for the parts it builds after them."""
+        param = next(self.parameters())
+        return {"device": param.device, "dtype": param.dtype}
 
     # ------------------------------------------------------------------ public, validated
     def loss(
@@ -56,17 +130,15 @@ class OutputLayer(nn.Module):
         """Training objective; ``reduction`` is ``mean`` (over examples), ``sum`` or ``none``.
 
         ``context`` (optional, ids shaped like ``target``) is the token before each target. Models
-        that know it always pass it; only context-conditioned proposals (``ais`` with the
-        ``bigram`` sampler, Bengio & Senécal 2008) read it, as :attr:`loss_context`, during the call.
+        that know it always pass it; it reaches the subclass's ``_loss`` flattened to (N,), and
+        only context-conditioned proposals (``ais`` with the ``bigram`` sampler, Bengio & Senécal
+        2008) read it.
         """
         if reduction not in REDUCTIONS:
             raise ConfigError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
         flat_hidden, flat_target, lead = self._flatten(hidden, target)
-        self.loss_context = None if context is None else self._flatten_ids("context", context, lead, hidden.device)
-        try:
-            per_example = self._loss(flat_hidden, flat_target)
-        finally:
-            self.loss_context = None
+        flat_context = None if context is None else self._flatten_ids("context", context, lead, hidden.device)
+        per_example = self._loss(flat_hidden, flat_target, flat_context)
         if reduction == "mean":
             return per_example.mean()
         if reduction == "sum":
@@ -102,8 +174,9 @@ class OutputLayer(nn.Module):
         return list(self.parameters()) if self.sparse_grad else []
 
     # ------------------------------------------------------------------ for subclasses
-    def _loss(self, hidden: Tensor, target: Tensor) -> Tensor:
-        """(N, H), (N,) -> (N,) per-example training loss. Defaults to the exact NLL."""
+    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
+        """(N, H), (N,), context (N,) or None -> (N,) per-example training loss. Defaults to the
+        exact NLL."""
         return -self._log_prob(hidden, target)
 
     def _log_prob(self, hidden: Tensor, target: Tensor) -> Tensor:
@@ -135,11 +208,28 @@ class OutputLayer(nn.Module):
                 f"{name}: hidden has {hidden.shape[-1]} features in its last dimension, "
                 f"expected in_features={self.in_features}"
             )
+        if hidden.numel() == 0:
+            raise ValueError(f"{name}: hidden {tuple(hidden.shape)} holds no examples (an empty batch)")
+        self._check_placement(hidden)
         lead = tuple(hidden.shape[:-1])
         flat_hidden = hidden.reshape(-1, self.in_features)
         if target is None:
             return flat_hidden, None, lead
         return flat_hidden, self._flatten_ids("target", target, lead, hidden.device), lead
+
+    def _check_placement(self, hidden: Tensor) -> None:
+        """hidden must live where the parameters do, in their dtype (unless autocast is on)."""
+        param = next(self.parameters(), None)
+        if param is None:
+            return
+        name = type(self).__name__
+        if hidden.device != param.device:
+            raise ValueError(f"{name}: hidden is on {hidden.device} but the layer's parameters are on {param.device}")
+        if hidden.dtype != param.dtype and not torch.is_autocast_enabled(hidden.device.type):
+            raise TypeError(
+                f"{name}: hidden is {hidden.dtype} but the layer's parameters are {param.dtype}; "
+                f"convert one of them (layer.to({hidden.dtype}) or hidden.to({param.dtype}))"
+            )
 
     def _flatten_ids(self, what: str, ids: Tensor, lead: tuple[int, ...], device: torch.device) -> Tensor:
         """Class ids shaped ``lead``, on ``device``, within [0, V) -> (N,) long."""
@@ -153,7 +243,12 @@ class OutputLayer(nn.Module):
         if ids.device != device:
             raise ValueError(f"{name}: {what} is on {ids.device} but hidden is on {device}")
         flat = ids.reshape(-1).long()
-        if flat.numel():
+        if flat.device.type != "cpu":
+            # Reading the range back would wait for the device at every call: assert on it instead
+            # (the error then surfaces at the next synchronisation).
+            inside = ((flat >= 0) & (flat < self.num_classes)).all()
+            torch._assert_async(inside, f"{name}: {what} id outside [0, {self.num_classes})")
+        elif flat.numel():
             low, high = int(flat.min()), int(flat.max())
             if low < 0 or high >= self.num_classes:
                 bad = low if low < 0 else high

@@ -7,9 +7,9 @@ Pure functions (tested on their own, composed by ``sampled``, ``nce``, ``neg`` a
 * :func:`sampled_logits` -- target and sampled logits side by side with the log-Q correction.
 
 :class:`SamplingOutput` holds the sampler (a registered name or a :class:`Sampler`), the number
-of samples and the shared/per-example choice, and draws the candidates. Its weights are the
-:class:`LinearOutput`'s, so evaluation stays exact; only the rows a step samples receive (sparse)
-gradients.
+of samples and the shared/per-example choice, and draws the candidates. It is a
+:class:`~bigvocab.outputs.objective.ScoredOutput`, so it trains any scorer and evaluates exactly;
+only the rows a step samples receive (sparse) gradients.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from torch import Tensor
 
 from bigvocab.errors import ConfigError
 from bigvocab.factory import create_sampler
-from bigvocab.outputs.linear import LinearOutput
+from bigvocab.outputs.objective import ScoredOutput
 from bigvocab.samplers.base import Sampler
-from bigvocab.validation import check_num_samples
+from bigvocab.validation import check_flag, check_num_samples
 
 SamplerSpec = Union[str, Sampler, None]
 
@@ -50,29 +50,31 @@ def sampled_logits(
 
 
 def resolve_sampler(
-    sampler: SamplerSpec, num_classes: int, counts: Optional[Sequence[float]], default: str, **default_options: Any
+    sampler: SamplerSpec,
+    num_classes: int,
+    counts: Optional[Sequence[float]],
+    default: str,
+    *,
+    device: Optional[torch.device] = None,
+    dtype: Optional[torch.dtype] = None,
+    **default_options: Any,
 ) -> Sampler:
-    """A :class:`Sampler` from a registered name, an instance, or None (``default`` built with
-    ``default_options``, the layer's paper default)."""
+    """A :class:`Sampler` from a registered name, an instance (used as given), or None
+    (``default`` built with ``default_options``, the layer's paper default); one built here is
+    built on ``device``, scoring in ``dtype``."""
     if isinstance(sampler, Sampler):
         if sampler.num_classes != num_classes:
             raise ConfigError(f"the sampler covers {sampler.num_classes} classes but the layer has {num_classes}")
         return sampler
     if sampler is None:
-        return create_sampler(default, num_classes, counts=counts, **default_options)
+        return create_sampler(default, num_classes, counts=counts, device=device, dtype=dtype, **default_options)
     if isinstance(sampler, str):
-        return create_sampler(sampler, num_classes, counts=counts)
+        return create_sampler(sampler, num_classes, counts=counts, device=device, dtype=dtype)
     raise ConfigError(f"sampler must be a registered name or a Sampler instance, got {type(sampler).__name__}")
 
 
-def check_flag(name: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(f"{name} must be True or False, got {value!r}")
-    return value
-
-
-class SamplingOutput(LinearOutput):
-    """A linear softmax trained on ``num_samples`` classes drawn from ``sampler`` per step.
+class SamplingOutput(ScoredOutput):
+    """A softmax trained on ``num_samples`` classes drawn from ``sampler`` per step.
 
     Args (shared by the sampling layers):
         num_samples: k, 1 <= k < V; None takes the layer's paper default (at most V - 1).
@@ -80,6 +82,7 @@ class SamplingOutput(LinearOutput):
         counts: training frequencies, read by samplers that need them (``unigram``).
         shared: draw one set of k samples for the whole batch (Jozefowicz et al. 2016) rather
             than k per example; shared sets cost one (k, H) gather instead of (N, k, H).
+        scorer, bias, max_chunk_elements, device, dtype, **scorer_options: as for ``full``.
     """
 
     sparse_grad = True
@@ -95,16 +98,13 @@ class SamplingOutput(LinearOutput):
         default_sampler: tuple[str, dict],
         counts: Optional[Sequence[float]],
         shared: bool,
-        bias: bool,
-        max_chunk_elements: Optional[int],
+        **scorer_options: Any,
     ) -> None:
-        super().__init__(in_features, num_classes, bias=bias, max_chunk_elements=max_chunk_elements)
-        if num_samples is None:
-            num_samples = min(default_num_samples, num_classes - 1)
-        self.num_samples = check_num_samples(num_samples, num_classes)
+        super().__init__(in_features, num_classes, **scorer_options)
+        self.num_samples = check_num_samples(num_samples, num_classes, default=default_num_samples)
         self.shared = check_flag("shared", shared)
         name, options = default_sampler
-        self.sampler = resolve_sampler(sampler, num_classes, counts, name, **options)
+        self.sampler = resolve_sampler(sampler, num_classes, counts, name, **self.factory_kwargs(), **options)
 
     def _draw(self, batch_size: int, *, unique: bool = False) -> tuple[Tensor, int]:
         """Candidate ids, (k,) shared or (N, k), and the number of draws behind them (k, or the
@@ -115,6 +115,15 @@ class SamplingOutput(LinearOutput):
             return self.sampler.sample(self.num_samples), self.num_samples
         ids = self.sampler.sample(batch_size * self.num_samples)
         return ids.reshape(batch_size, self.num_samples), self.num_samples
+
+    def _train_scores(self, target: Tensor) -> tuple[float, float]:
+        """Each example scores its target and k samples: N (k + 1) scores, over k + N classes
+        when the samples are shared, N (k + 1) otherwise. For adaptive importance sampling this
+        is its first block of k draws, a lower bound: it draws more while the effective sample
+        size is low."""
+        rows = target.numel()
+        scores = rows * (self.num_samples + 1)
+        return float(scores), float(self.num_samples + rows if self.shared else scores)
 
     def _observe(self, target: Tensor, **kwargs: Any) -> None:
         """Let an adaptive sampler learn from the step's targets (training mode only, so that

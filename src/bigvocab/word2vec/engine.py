@@ -1,11 +1,12 @@
 """The compiled word2vec engine: which models it can train, and Hogwild! threads over a stream.
 
 The engine trains a bigvocab ``skipgram`` / ``cbow`` model in place: ``syn0`` and ``syn1`` are
-numpy views of ``model.embedding.weight`` and ``model.output.weight``, so after training the
-model is an ordinary bigvocab model (exact evaluation, checkpoints, export). It applies to the
-two output layers whose update it compiles -- negative sampling (``neg``, no bias, any fixed
-noise distribution) and hierarchical softmax over a binary tree (``hsm``, no bias); any other
-layer trains on the torch path.
+numpy views of ``model.embedding.weight`` and of the output layer's rows (its
+``engine_tables().rows``, e.g. ``neg``'s ``scorer.weight``), so after training the model is an
+ordinary bigvocab model (exact evaluation, checkpoints, export). It applies to the output layers
+that declare an ``engine_kind`` (:mod:`bigvocab.outputs.engine`): negative sampling over free rows
+without bias and any fixed noise distribution, and a hierarchical softmax over a binary tree
+without bias; any other layer trains on the torch path.
 
 Threads (Recht, Re, Wright & Niu 2011, "Hogwild!"): ``workers`` threads each train their own
 contiguous range of sentences, without locks; numba's ``nogil`` lets them run at once. The
@@ -25,10 +26,7 @@ import torch
 from tqdm import tqdm
 
 from bigvocab.errors import ConfigError
-from bigvocab.outputs.hsm import HierarchicalSoftmax
-from bigvocab.outputs.neg import NegativeSampling
 from bigvocab.samplers.alias import build_alias_table
-from bigvocab.samplers.base import Sampler
 
 #: Words per engine call: the learning rate is constant within one (gensim's batch_words).
 CHUNK_WORDS = 10000
@@ -54,24 +52,12 @@ class EngineArrays:
 
 
 def engine_unsupported(model) -> Optional[str]:
-    """Why the engine cannot train ``model`` (None when it can)."""
+    """Why the engine cannot train ``model`` (None when it can); the output layer says for itself
+    (:mod:`bigvocab.outputs.engine`)."""
     name = model.model_name()
     if name not in ("skipgram", "cbow"):
         return f"the engine trains skipgram and cbow, not {name!r}"
-    output = model.output
-    if not isinstance(output, (HierarchicalSoftmax, NegativeSampling)):
-        return f"the engine trains neg and hsm layers, not {type(output).__name__}"
-    if getattr(output, "bias", None) is not None:
-        return "the engine's output layers have no bias (word2vec's); this one has one"
-    if isinstance(output, HierarchicalSoftmax):
-        return None if output.tree.is_binary else "the engine's hierarchical softmax needs a binary tree"
-    if output.shared:
-        return "the engine draws negatives per example; shared=True is the torch path's"
-    if not output.remove_accidental_hits:
-        return "the engine skips a negative equal to the target, as word2vec; remove_accidental_hits=False is not"
-    if type(output.sampler).update is not Sampler.update:
-        return "the engine's noise distribution is fixed; this sampler adapts during training"
-    return None
+    return model.output.engine_unsupported()
 
 
 def _numpy_view(tensor: torch.Tensor) -> np.ndarray:
@@ -81,34 +67,28 @@ def _numpy_view(tensor: torch.Tensor) -> np.ndarray:
     return tensor.detach().numpy()
 
 
+def _long(tensor: Optional[torch.Tensor]) -> np.ndarray:
+    return tensor.cpu().numpy().astype(np.int64) if tensor is not None else np.zeros(1, dtype=np.int64)
+
+
 def engine_arrays(model) -> EngineArrays:
     """The model's tensors as numpy views, plus the noise table or the tree paths."""
     reason = engine_unsupported(model)
     if reason is not None:
         raise ConfigError(reason)
-    output, config = model.output, model.config
+    tables = model.output.engine_tables()
     vocab_size = model.vocab_size
-    hs = isinstance(output, HierarchicalSoftmax)
-    empty_long = np.zeros(1, dtype=np.int64)
-    accept, alias = np.ones(1), empty_long
-    path_offsets = path_rows = path_codes = empty_long
-    negative = 0
-    if hs:
-        offsets, nodes, codes = output.tree.paths()
-        # A binary node's one vector is row param_base[node] (hsm's layout).
-        path_rows = output._param_base.cpu()[nodes].numpy().astype(np.int64)
-        path_offsets, path_codes = offsets.numpy().astype(np.int64), codes.numpy().astype(np.int64)
-    else:
-        negative = output.num_samples
-        probs = output.sampler.log_q(torch.arange(vocab_size, device=output.weight.device)).exp().cpu()
-        accept_t, alias_t = build_alias_table(probs)
-        accept, alias = accept_t.numpy(), alias_t.numpy().astype(np.int64)
+    accept, alias = np.ones(1), _long(None)
+    if tables.noise is not None:
+        accept_t, alias_t = build_alias_table(tables.noise.cpu())
+        accept, alias = accept_t.numpy(), _long(alias_t)
     keep = model.keep_prob.cpu().numpy().astype(np.float64) if model.keep_prob is not None else np.ones(vocab_size)
     return EngineArrays(
-        syn0=_numpy_view(model.embedding.weight), syn1=_numpy_view(output.weight), hs=hs, negative=negative,
-        accept=accept, alias=alias, path_offsets=path_offsets, path_rows=path_rows, path_codes=path_codes,
-        keep_prob=keep, sg=model.model_name() == "skipgram", cbow_mean=bool(getattr(config, "cbow_mean", True)),
-        window=config.window,
+        syn0=_numpy_view(model.embedding.weight), syn1=_numpy_view(tables.rows), hs=tables.kind == "hs",
+        negative=tables.num_samples, accept=accept, alias=alias, path_offsets=_long(tables.path_offsets),
+        path_rows=_long(tables.path_rows), path_codes=_long(tables.path_codes), keep_prob=keep,
+        sg=model.model_name() == "skipgram", cbow_mean=bool(getattr(model.config, "cbow_mean", True)),
+        window=model.config.window,
     )
 
 

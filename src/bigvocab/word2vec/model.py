@@ -206,12 +206,20 @@ class Word2Vec:
     @property
     def syn1neg(self) -> Optional[np.ndarray]:
         """gensim's output vectors of negative sampling (a view), or None."""
-        return self.module.output.weight.detach().numpy() if self.output == "neg" and self.module is not None else None
+        return self._engine_rows("neg")
 
     @property
     def syn1(self) -> Optional[np.ndarray]:
         """gensim's Huffman-tree node vectors (a view), or None."""
-        return self.module.output.weight.detach().numpy() if self.output == "hsm" and self.module is not None else None
+        return self._engine_rows("hs")
+
+    def _engine_rows(self, kind: str) -> Optional[np.ndarray]:
+        """The output layer's rows (a view) when it is word2vec's layer ``kind`` (see
+        :mod:`bigvocab.outputs.engine`), else None."""
+        output = self.module.output if self.module is not None else None
+        if output is None or output.engine_kind != kind or output.engine_unsupported() is not None:
+            return None
+        return output.engine_tables().rows.detach().numpy()
 
     # ------------------------------------------------------------------ training
     def train(self, corpus_iterable: Optional[Iterable[Sequence[str]]] = None, corpus_file: Optional[PathLike] = None,

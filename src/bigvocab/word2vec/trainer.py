@@ -1,7 +1,7 @@
 """``EngineTrainer``: the :class:`~bigvocab.train.Trainer` whose epochs run on the compiled engine.
 
-``bigvocab train --model skipgram|cbow`` uses it when the engine applies (see
-:func:`engine_applies`), so a run keeps everything the trainer gives: ``last.pt`` after every
+:func:`bigvocab.train.experiment.new_run` (and so ``bigvocab train --model skipgram|cbow``) uses it
+when the engine applies (see :func:`engine_applies` and :func:`trainer_class`), so a run keeps everything the trainer gives: ``last.pt`` after every
 epoch, ``metrics.jsonl``, validation perplexity, resume from an epoch boundary, export. An epoch
 is one trainer step; the learning rate decays linearly with the words read, from ``lr`` to
 ``min_lr`` over all epochs (word2vec's schedule). Sentences end at the ``</s>`` token when the
@@ -11,12 +11,13 @@ vocabulary has one (windows stop there, and ``</s>`` is not trained as a word); 
 from __future__ import annotations
 
 import time
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 import numpy as np
 import torch
 
-from bigvocab.train import Trainer, TrainConfig
+from bigvocab.errors import ConfigError
+from bigvocab.train import PYTHON_SPELLING, Trainer, TrainConfig
 from bigvocab.word2vec.engine import Schedule, engine_arrays, engine_unsupported, progress_bar, train_epoch
 
 #: Tokens whose loss is measured after an engine epoch (the engine itself computes no loss).
@@ -82,7 +83,20 @@ class EngineTrainer(Trainer):
         return (total / count if count else 0.0), count
 
 
-def configure(trainer: Trainer, workers: Optional[int], vocab: Any) -> None:
+def trainer_class(
+    model, config: TrainConfig, workers: Optional[int] = None, spelling: Mapping[str, str] = PYTHON_SPELLING
+) -> type[Trainer]:
+    """:class:`EngineTrainer` where the engine can train ``model`` under ``config``, else the torch
+    :class:`Trainer`; ``workers`` (engine threads) given for a run the engine cannot train is a
+    :class:`ConfigError` that says why (named as ``spelling`` writes it)."""
+    reason = engine_applies(model, config)
+    if reason is not None and workers is not None:
+        raise ConfigError(f"{spelling['workers']} sets the threads of the word2vec engine, which cannot train this "
+                          f"run: {reason}")
+    return Trainer if reason is not None else EngineTrainer
+
+
+def configure_engine(trainer: Trainer, workers: Optional[int], vocab: Any) -> None:
     """Give an EngineTrainer its threads and the vocabulary's sentence end (no-op otherwise)."""
     if isinstance(trainer, EngineTrainer):
         trainer.workers = workers or 1

@@ -1,0 +1,146 @@
+"""Optimisers by name, with sparse gradients kept sparse where the method allows it.
+
+Each registered optimiser is a function ``(params, config, *, sparse) -> Optimizer | None``: with
+``sparse=False`` it builds the dense optimiser, with ``sparse=True`` the variant that accepts sparse
+gradients and updates only the rows a step touched, or None when the method has none (a running
+state that changes every row at every step cannot be sparse).
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from typing import TYPE_CHECKING, Iterable, Optional
+
+import torch
+from torch import nn
+
+from bigvocab.errors import ConfigError
+from bigvocab.registry import Registry
+
+if TYPE_CHECKING:
+    from bigvocab.train.config import TrainConfig
+
+OPTIMIZER_REGISTRY: Registry = Registry("optimizer")
+
+
+@OPTIMIZER_REGISTRY.register("sgd")
+def sgd(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool) -> Optional[torch.optim.Optimizer]:
+    """Plain stochastic gradient descent; sparse gradients stay sparse."""
+    return torch.optim.SGD(params, lr=config.lr, weight_decay=0.0 if sparse else config.weight_decay)
+
+
+@OPTIMIZER_REGISTRY.register("momentum")
+def momentum(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool) -> Optional[torch.optim.Optimizer]:
+    """SGD with heavy-ball momentum (Polyak 1964); sparse gradients are made dense."""
+    if sparse:
+        return None
+    return torch.optim.SGD(params, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay)
+
+
+@OPTIMIZER_REGISTRY.register("nesterov")
+def nesterov(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool) -> Optional[torch.optim.Optimizer]:
+    """SGD with Nesterov momentum (Sutskever et al. 2013); sparse gradients are made dense."""
+    if sparse:
+        return None
+    return torch.optim.SGD(params, lr=config.lr, momentum=config.momentum, nesterov=True,
+                           weight_decay=config.weight_decay)
+
+
+@OPTIMIZER_REGISTRY.register("adagrad")
+def adagrad(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool) -> Optional[torch.optim.Optimizer]:
+    """Adagrad (Duchi et al. 2011); sparse gradients stay sparse."""
+    return torch.optim.Adagrad(params, lr=config.lr, weight_decay=0.0 if sparse else config.weight_decay)
+
+
+@OPTIMIZER_REGISTRY.register("adadelta")
+def adadelta(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool) -> Optional[torch.optim.Optimizer]:
+    """Adadelta (Zeiler 2012); sparse gradients are made dense."""
+    return None if sparse else torch.optim.Adadelta(params, lr=config.lr, weight_decay=config.weight_decay)
+
+
+@OPTIMIZER_REGISTRY.register("rmsprop")
+def rmsprop(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool) -> Optional[torch.optim.Optimizer]:
+    """RMSprop (Tieleman & Hinton 2012); sparse gradients are made dense."""
+    return None if sparse else torch.optim.RMSprop(params, lr=config.lr, weight_decay=config.weight_decay)
+
+
+@OPTIMIZER_REGISTRY.register("adam")
+def adam(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool) -> Optional[torch.optim.Optimizer]:
+    """Adam (Kingma & Ba 2015); sparse gradients get SparseAdam, which updates only the rows touched."""
+    if sparse:
+        return torch.optim.SparseAdam(params, lr=config.lr)
+    return torch.optim.Adam(params, lr=config.lr, weight_decay=config.weight_decay)
+
+
+@OPTIMIZER_REGISTRY.register("sparse_adam")
+def sparse_adam(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool) -> Optional[torch.optim.Optimizer]:
+    """The same as adam, under the name PyTorch users look for (SparseAdam on sparse gradients)."""
+    return adam(params, config, sparse=sparse)
+
+#: The registered optimiser names.
+OPTIMIZERS: tuple[str, ...] = tuple(OPTIMIZER_REGISTRY.names())
+
+
+def build_optimizers(model: nn.Module, config: "TrainConfig") -> tuple[list[torch.optim.Optimizer], list[nn.Parameter]]:
+    """``(optimisers, dense_params)`` for ``model`` under ``config``.
+
+    Parameters in ``model.sparse_parameters()`` get the sparse-capable variant of the chosen method.
+    Momentum, Nesterov, RMSprop and Adadelta keep a running state that changes every row at every
+    step, and weight decay shrinks every row, so for them a sparse gradient cannot save work: those
+    parameters join the dense optimiser, their gradients are made dense each step (the exact
+    update of the method), and a warning names the cost. ``dense_params`` are the parameters whose
+    sparse gradients the trainer densifies before stepping.
+    """
+    make = OPTIMIZER_REGISTRY.get(config.optimizer)
+    params = [p for p in model.parameters() if p.requires_grad]
+    declared = model.sparse_parameters()
+    sparse_ids = {id(p) for p in declared if p.requires_grad}
+    sparse = [p for p in params if id(p) in sparse_ids]
+    dense = [p for p in params if id(p) not in sparse_ids]
+    optimizers = []
+    # weight decay touches every row, so no method keeps its steps sparse under it
+    sparse_optimizer = make(sparse, config, sparse=True) if sparse and not config.weight_decay else None
+    if sparse and sparse_optimizer is None:
+        elements = sum(p.numel() for p in sparse)
+        reason = "weight decay" if config.weight_decay else f"optimizer {config.optimizer!r}"
+        warnings.warn(
+            f"{reason} does not support sparse gradients: the sparse gradients of {len(sparse)} parameter(s) "
+            f"({elements:,} elements) are made dense every step; use sgd, adagrad or adam without weight "
+            "decay to keep steps sparse",
+            stacklevel=3,
+        )
+        dense = dense + sparse
+    if dense:
+        optimizers.append(make(dense, config, sparse=False))
+    if sparse_optimizer is not None:
+        optimizers.append(sparse_optimizer)
+    if not optimizers:
+        raise ConfigError("the model has no trainable parameters")
+    return optimizers, dense
+
+
+def clip_grad_norm(params: Iterable[nn.Parameter], max_norm: float) -> float:
+    """Scale gradients in place so that their global L2 norm is at most ``max_norm``; returns the
+    norm before clipping.
+
+    Works with sparse gradients: an uncoalesced COO gradient may list a row several times (one
+    entry per occurrence in the batch), and its norm is that of the *summed* rows, so sparse
+    gradients are coalesced before their values enter the norm.
+    """
+    grads = []
+    for param in params:
+        if param.grad is None:
+            continue
+        if param.grad.is_sparse:
+            param.grad = param.grad.coalesce()
+            grads.append(param.grad._values())
+        else:
+            grads.append(param.grad)
+    if not grads:
+        return 0.0
+    norm = float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.float()) for g in grads])))
+    if math.isfinite(norm) and norm > max_norm:
+        scale = max_norm / (norm + 1e-6)
+        for grad in grads:
+            grad.mul_(scale)
+    return norm

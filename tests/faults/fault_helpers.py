@@ -1,0 +1,68 @@
+"""Helpers of the fault-injection suite: tiny corpora, and the CLI run in a subprocess (for signals,
+kills and concurrency). (A uniquely named module rather than conftest.py, so that importing it
+is unambiguous next to the other test folders' conftest modules.)"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+#: A tiny NNLM run: about 1 ms a step, so a few thousand steps give signals time to land.
+TINY = ["--model", "nnlm", "--output", "full", "--context", "2", "--embedding-dim", "8", "--hidden-dim", "8",
+        "--batch-size", "16", "--no-progress", "--optimizer", "adam", "--lr", "0.01"]
+
+
+def write_corpus(path: Path, lines: int, seed: int = 0, words: int = 40) -> Path:
+    rng = random.Random(seed)
+    vocabulary = [f"w{i}" for i in range(words)]
+    path.write_text("".join(" ".join(rng.choice(vocabulary) for _ in range(8)) + "\n" for _ in range(lines)))
+    return path
+
+
+def environment() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def start_cli(args: list[str], cwd: Path) -> subprocess.Popen:
+    """``bigvocab ARGS`` in a subprocess of its own (signals go to it alone)."""
+    return subprocess.Popen([sys.executable, "-m", "bigvocab.cli", *args], cwd=cwd, env=environment(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(process: subprocess.Popen, timeout: float = 120) -> tuple[int, str, str]:
+    out, err = process.communicate(timeout=timeout)
+    return process.returncode, out, err
+
+
+def wait_for(condition, timeout: float = 60, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+def logged_steps(folder: Path) -> int:
+    path = folder / "metrics.jsonl"
+    return path.read_text().count('"event": "step"') if path.exists() else 0
+
+
+def trajectory(folder: Path) -> list[tuple]:
+    """What must not depend on interruptions: every logged step's loss and rate, every epoch's
+    validation perplexity (times and speeds are left out)."""
+    rows = []
+    for line in (folder / "metrics.jsonl").read_text().splitlines():
+        event = json.loads(line)
+        rows.append((event["event"], event["step"], event["loss"], event["lr"], event.get("valid_ppl")))
+    return rows
+
+
+def assert_one_line_error(err: str, status: int, expected_status: int = 2) -> None:
+    assert status == expected_status, err
+    assert err.startswith("bigvocab: error: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err
