@@ -49,3 +49,20 @@ def test_workers_is_refused_where_the_engine_does_not_apply(capsys, tmp_path):
     code, err = _run(capsys, ["train", "--model", "cbow", "--output", "nce", "--corpus", SPEC, "--workers", "2",
                               "--no-progress", "--out", str(tmp_path / "x")])
     assert code == 2 and err.count("\n") == 1 and "--workers" in err and "hsm and neg layers, not 'nce'" in err, err
+
+
+def test_new_run_routes_word2vec_to_the_engine(tmp_path):
+    """The routing is the library's: new_run picks the engine's trainer where it applies."""
+    from bigvocab.errors import ConfigError
+    from bigvocab.train import Trainer, TrainConfig
+    from bigvocab.train.experiment import new_run
+    from bigvocab.word2vec.trainer import EngineTrainer
+
+    config = TrainConfig(epochs=1, lr=0.025, lr_schedule="linear", min_lr=1e-4, progress=False)
+    options = dict(corpus=SPEC, model_kwargs={"vector_size": 8}, validate=False)
+    trainer, _ = new_run("skipgram", "neg", config, tmp_path / "a", workers=2, **options)
+    assert isinstance(trainer, EngineTrainer) and trainer.workers == 2
+    trainer, _ = new_run("skipgram", "nce", config, tmp_path / "b", **options)
+    assert type(trainer) is Trainer
+    with pytest.raises(ConfigError, match="^workers sets the threads"):
+        new_run("skipgram", "nce", config, tmp_path / "c", workers=2, **options)
