@@ -88,7 +88,7 @@ def test_reference_and_peers_are_measured(run):
         assert row["status"] == "ok", row["error"]
         for op in ("train", "log_softmax", "topk"):
             assert row[f"{op}_speedup"] > 0 and row[f"{op}_seconds"] > 0
-        assert row["required_flops"] > 0 and 0 < row["matmul_fraction"]
+        assert row["required_flops"] > 0 and 0 < row["matmul_fraction"] and 0 < row["roofline_fraction"]
     assert speed["full"]["params_pct"] == 100.0
     assert speed["torch-adaptive"]["params_pct"] < 100.0
     quality = [r for r in results["quality"] if r["approach"] == "full"]

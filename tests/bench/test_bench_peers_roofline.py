@@ -7,7 +7,14 @@ import pytest
 import torch
 
 import bigvocab
-from bigvocab.bench.roofline import counted_flops, measure_matmul_rate, required_train_cost
+from bigvocab.bench.roofline import (
+    add_roofline_fractions,
+    counted_flops,
+    measure_bandwidth,
+    measure_matmul_rate,
+    required_train_cost,
+    roofline_seconds,
+)
 from bigvocab.bench.peers import PEERS, LinearCrossEntropyPeer, TorchAdaptivePeer
 from bigvocab.factory import build
 from bigvocab.registry import OUTPUTS
@@ -112,6 +119,17 @@ def test_linear_bytes_count_each_touched_row_three_times():
     # plus the hidden states read and their gradient written.
     assert layer.train_cost(target).bytes == 4 * (3 * N * 8 * H + 2 * N * H)
     assert layer.log_prob_cost(target).bytes == 4 * (V * H + N * H)
+    # The sampled rows are gathered; the hidden states, and all V rows of the exact pass, stream.
+    assert layer.train_cost(target).gathered == 4 * 3 * N * 8 * H
+    assert layer.log_prob_cost(target).gathered == 0
+
+
+def test_gathered_bytes_are_the_chosen_rows_only():
+    target = torch.randint(0, V, (N,))
+    assert bigvocab.create_output("full", H, V).train_cost(target).gathered == 0
+    tree = bigvocab.create_output("hsm", H, V, bias=False).train_cost(target)
+    hidden_bytes = 4 * 2 * N * H
+    assert tree.gathered == tree.bytes - hidden_bytes > 0
 
 
 def _layer(registry, name: str):
@@ -135,3 +153,29 @@ def test_matmul_rate_reports_each_shape_and_the_best():
     rate = measure_matmul_rate([(16, 8, 32), (8, 8, 8)], torch.device("cpu"), repeats=1, min_time=0.001)
     assert [(s["m"], s["k"], s["n"]) for s in rate["shapes"]] == [(16, 8, 32), (8, 8, 8)]
     assert rate["best_gflops"] == max(s["gflops"] for s in rate["shapes"]) > 0
+
+
+def test_bandwidth_reports_positive_rates_and_the_slower_of_gather_and_scatter():
+    rates = measure_bandwidth(
+        torch.device("cpu"), stream_elements=1 << 12, table_rows=64, width=8, gathered_rows=32, repeats=1,
+        min_time=0.001,
+    )
+    assert all(rates[key] > 0 for key in ("stream_gbps", "gather_gbps", "scatter_gbps"))
+    assert rates["gather_scatter_gbps"] == min(rates["gather_gbps"], rates["scatter_gbps"])
+
+
+def test_roofline_is_the_larger_of_compute_and_memory_time():
+    machine = {"best_gflops": 100.0, "stream_gbps": 10.0, "gather_scatter_gbps": 2.0}
+    # 1e9 flops take 10 ms; 1e8 streamed bytes 10 ms and 1e8 gathered bytes 50 ms.
+    assert roofline_seconds(1e9, 1e8, 0.0, machine) == pytest.approx(0.01)
+    assert roofline_seconds(1e9, 2e8, 1e8, machine) == pytest.approx(0.06)
+    assert roofline_seconds(1e10, 1e8, 1e8, machine) == pytest.approx(0.1)
+    rows = [
+        {"achieved_gflops": 50.0, "required_flops": 1e9, "required_bytes": 1e8, "required_gathered_bytes": 0.0,
+         "train_seconds": 0.02},
+        {"required_flops": None, "required_bytes": None, "train_seconds": 0.02},
+    ]
+    add_roofline_fractions(rows, machine)
+    assert rows[0]["matmul_fraction"] == pytest.approx(0.5)
+    assert rows[0]["roofline_fraction"] == pytest.approx(0.5)
+    assert "roofline_fraction" not in rows[1]

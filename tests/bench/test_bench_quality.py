@@ -1,4 +1,5 @@
-"""Quality runs: the same token budget for every layer, cut by the same time cap."""
+"""Quality runs: every layer trains for the same wall-clock time, with exact test perplexity
+measured at fixed fractions of it."""
 
 from __future__ import annotations
 
@@ -10,30 +11,38 @@ from bigvocab.bench.selection import candidate_by_label
 from bigvocab.data.corpora import load_corpus
 
 
-def config(max_train_seconds: float) -> BenchConfig:
-    quality = tiny_quality(train_tokens=2_000, batch_size=32, max_train_seconds=max_train_seconds)
+def config(budget_seconds: float) -> BenchConfig:
+    quality = tiny_quality(train_tokens=2_000, batch_size=32, budget_seconds=budget_seconds)
     return BenchConfig.quick(quality=quality, progress=False, out=None)
 
 
-def run(max_train_seconds: float) -> dict:
-    cfg = config(max_train_seconds)
+def run(budget_seconds: float) -> dict:
+    cfg = config(budget_seconds)
     corpus = load_corpus(quality_tasks(cfg)[0].spec, progress=False)
     side = corpus_side_data(corpus, seed=0)
     return train_and_evaluate(candidate_by_label("full"), corpus, corpus.train, side, cfg)
 
 
-def test_one_full_pass_within_the_cap():
-    row = run(600.0)
-    # The NNLM predicts every token after the first: one pass is T - 1 targets.
-    assert row["tokens_seen"] == 2_000 - 1 and not row["time_capped"]
-    assert row["ppl_ratio"] > 1.0 and row["train_seconds"] > 0
+def test_training_lasts_the_budget_with_a_point_per_checkpoint():
+    row = run(1.0)
+    curve = row["curve"]
+    assert [point["budget_seconds"] for point in curve] == [0.125, 0.25, 0.5, 1.0]
+    for point in curve:  # each point is taken once its share of the budget has been trained
+        assert point["train_seconds"] >= point["budget_seconds"]
+    assert 1.0 <= row["train_seconds"] < 2.0
+    # Several passes over the 2,000-token split fit in a second: the budget, not the data, ends it.
+    assert row["epochs_seen"] > 1 and row["tokens_seen"] == curve[-1]["tokens"]
+    steps = [point["steps"] for point in curve]
+    assert steps == sorted(steps) and steps[0] >= PROBE_STEPS
+    # Training helps: the last perplexity is below the first, and both are above the floor.
+    assert curve[-1]["test_ppl"] < curve[0]["test_ppl"]
+    assert row["test_ppl"] == curve[-1]["test_ppl"] and row["ppl_ratio"] > 1.0
 
 
-def test_the_time_cap_stops_training_after_the_probe():
+def test_a_tiny_budget_still_measures_every_checkpoint_after_the_probe():
     row = run(1e-9)
-    assert row["time_capped"]
-    assert row["tokens_seen"] == PROBE_STEPS * 32
-    assert row["test_ppl"] > 0
+    assert [point["steps"] for point in row["curve"]] == [PROBE_STEPS] * 4
+    assert row["tokens_seen"] == PROBE_STEPS * 32 and row["test_ppl"] > 0
 
 
 def test_tasks_are_small_and_large_synthetic_and_brown_when_given(tmp_path):

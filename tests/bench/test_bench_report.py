@@ -11,6 +11,7 @@ import pytest
 from bigvocab.bench import formatting as fmt
 from bigvocab.bench.config import BenchConfig
 from bigvocab.bench.plots import write_plots
+from bigvocab.bench.recommend import recommend
 from bigvocab.bench.report import (
     SUMMARY_COLUMNS,
     reproduce_command,
@@ -50,6 +51,12 @@ def speed_row(approach: str, vocab: int, speedup: float, **extra) -> dict:
 
 
 def quality_row(approach: str, dataset: str, ppl: float, ratio) -> dict:
+    """A row whose curve halves its excess perplexity from 1 s to 2 s of training."""
+    early = None if ppl is None else 2 * ppl
+    curve = [
+        {"budget_seconds": 1.0, "train_seconds": 1.0, "test_ppl": early, "ppl_ratio": ratio and 2 * ratio},
+        {"budget_seconds": 2.0, "train_seconds": 2.0, "test_ppl": ppl, "ppl_ratio": ratio},
+    ]
     return {
         "phase": "quality",
         "dataset": dataset,
@@ -60,6 +67,7 @@ def quality_row(approach: str, dataset: str, ppl: float, ratio) -> dict:
         "ppl_ratio": ratio,
         "train_seconds": 2.0,
         "eval_seconds": 0.1,
+        "curve": curve,
         "status": "ok",
     }
 
@@ -90,6 +98,7 @@ def results() -> dict:
         "wall_seconds": 12.0,
     }
     out["summary"] = summarise(out)
+    out["recommendation"] = recommend(quality)
     return out
 
 
@@ -134,6 +143,10 @@ def test_markdown_has_the_comparison_table_raw_tables_and_machine(results, tmp_p
     assert "| cpu | test cpu |" in text
     assert "error: ConfigError: bad" in text
     assert "- a note" in text
+    assert "| PPL at 1 s | PPL at 2 s |" in text and "| 220.0 (2.20x floor) | 110.0 (1.10x floor) |" in text
+    assert "## Recommendation" in text
+    assert "| small | 500 | 2 s | full (110.0 (1.10x floor)) | full (after 2.0 s) |" in text
+    assert text.rstrip().endswith("| large | 500 | 2 s | full (1,200.0) | full (after 2.0 s) |")
     assert f"`{reproduce_command(config)}`" in text
 
 

@@ -1,5 +1,5 @@
 """The smallest quality run the bench tests share: an NNLM with 4-dimensional embeddings and 8
-hidden units on synthetic corpora of 100 and 200 words, so one pass takes well under a second."""
+hidden units on synthetic corpora of 100 and 200 words, trained half a second per layer."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ from bigvocab.bench import QualityConfig
 
 
 def tiny_quality(**overrides: Any) -> QualityConfig:
-    """A tiny :class:`QualityConfig`; ``overrides`` set the token budget, batch size or time cap."""
+    """A tiny :class:`QualityConfig`; ``overrides`` set the split size, batch size or time budget."""
     settings: dict[str, Any] = dict(
         small_vocab=100,
         large_vocab=200,
         num_classes=10,
+        budget_seconds=0.5,
         model_kwargs={"embedding_dim": 4, "hidden_dim": 8, "context": 2},
     )
     settings.update(overrides)

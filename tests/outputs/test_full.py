@@ -33,13 +33,23 @@ def test_loss_and_gradients_match_cross_entropy(bias, chunk):
         torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
 
 
-def test_upstream_gradient_weights_each_example():
-    """A non-uniform upstream gradient (weighted loss) must flow through the custom backward."""
-    layer = bigvocab.create_output("full", 5, 30, max_chunk_elements=20).double()
+@pytest.mark.parametrize("budget", [20, None], ids=["chunks-recomputed", "one-chunk-kept"])
+def test_upstream_gradient_weights_each_example(budget):
+    """A non-uniform upstream gradient (weighted loss) must flow through the custom backward,
+    whether it recomputes the chunks or rescales the one chunk the forward kept."""
+    layer = bigvocab.create_output("full", 5, 30, max_chunk_elements=budget).double()
     hidden = torch.randn(4, 5, dtype=torch.float64, requires_grad=True)
     target = torch.tensor([0, 29, 3, 3])
     weights = torch.tensor([0.5, -2.0, 1.0, 3.0], dtype=torch.float64)
     torch.autograd.gradcheck(lambda h: (layer.loss(h, target, reduction="none") * weights).sum(), (hidden,))
+
+
+def test_a_second_backward_through_the_kept_chunk_gives_the_same_gradient():
+    layer = bigvocab.create_output("full", 5, 30)
+    hidden = torch.randn(4, 5, requires_grad=True)
+    loss = layer.loss(hidden, torch.tensor([0, 29, 3, 3]))
+    first = torch.autograd.grad(loss, hidden, retain_graph=True)[0]
+    torch.testing.assert_close(torch.autograd.grad(loss, hidden)[0], first)
 
 
 def test_weight_tying_shares_the_parameter():

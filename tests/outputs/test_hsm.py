@@ -79,6 +79,20 @@ def test_log_softmax_matches_the_path_products(options):
 
 
 @pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("tree", ["huffman", "user-nary"])
+def test_log_softmax_in_row_chunks_matches_the_path_products(tree, bias):
+    """40 rows with tiny chunks: the node-major pass runs over several row chunks (at least 16
+    rows each) and must give every row the path products, with and without a bias."""
+    layer = _layer(_trees()[tree], bias=bias, max_chunk_elements=H)
+    hidden = torch.randn(40, H, dtype=torch.float64)
+    log_p = layer.log_softmax(hidden)
+    torch.testing.assert_close(log_p, _layer(_trees()[tree], bias=bias).log_softmax(hidden), atol=1e-12, rtol=0)
+    for row in (0, 17, 39):
+        naive = _naive_log_prob(layer, hidden[row].expand(V, H), torch.arange(V))
+        torch.testing.assert_close(log_p[row], naive, atol=1e-12, rtol=1e-12)
+
+
+@pytest.mark.parametrize("bias", [True, False])
 def test_loss_gradients_match_the_path_products(options, bias):
     layer = _layer(options, bias=bias)
     hidden = torch.randn(7, H, dtype=torch.float64, requires_grad=True)

@@ -79,8 +79,6 @@ QUALITY_HEADER = (
 def _status(row: dict) -> str:
     if row.get("status") != "ok":
         return f"ERROR {row.get('error', '')}"
-    if row.get("time_capped"):
-        return f"ok, stopped by the time cap after {row['tokens_seen']:,} tokens"
     return "ok"
 
 

@@ -2,8 +2,9 @@
 
 * ``speedup_vs_vocab.png`` -- training speed-up over ``full`` against V, log-log, with the
   interquartile range of the paired ratios as error bars.
-* ``perplexity_vs_time.png`` -- test perplexity (as a ratio to the floor where it is known)
-  against training wall time, one panel per corpus.
+* ``perplexity_vs_time.png`` -- exact test perplexity (as a ratio to the floor where it is known)
+  against training wall time, one curve per layer (its label at the curve's end and in the
+  legend), one panel per corpus.
 """
 
 from __future__ import annotations
@@ -69,20 +70,26 @@ def _speedup_plot(plt, rows: list[dict], path: Path) -> Path:
 
 def _perplexity_plot(plt, rows: list[dict], path: Path) -> Path:
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
-    figure, panels = plt.subplots(1, len(datasets), figsize=(6 * len(datasets), 5), squeeze=False)
+    figure, panels = plt.subplots(1, len(datasets), figsize=(7 * len(datasets), 5.5), squeeze=False)
+    labels = list(dict.fromkeys(r["approach"] for r in rows))
     for axes, dataset in zip(panels[0], datasets):
         mine = [r for r in rows if r["dataset"] == dataset]
-        relative = all(r.get("ppl_ratio") is not None for r in mine)
+        relative = all(p.get("ppl_ratio") is not None for r in mine for p in r["curve"])
         for row in mine:
-            value = row["ppl_ratio"] if relative else row["test_ppl"]
-            axes.scatter(row["train_seconds"], value)
-            point = (row["train_seconds"], value)
-            axes.annotate(row["approach"], point, fontsize=7, xytext=(3, 3), textcoords="offset points")
+            curve = row["curve"]
+            times = [p["train_seconds"] for p in curve]
+            values = [p["ppl_ratio"] if relative else p["test_ppl"] for p in curve]
+            axes.plot(times, values, label=row["approach"], markersize=4, **_style(plt, labels.index(row["approach"])))
+            end = (times[-1], values[-1])
+            axes.annotate(row["approach"], end, fontsize=7, xytext=(4, 0), textcoords="offset points", va="center")
+        if relative:
+            axes.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
         axes.set_xscale("log")
         axes.set_yscale("log")  # a diverged layer sits orders of magnitude above the rest
         axes.set_xlabel("training wall time (s)")
-        axes.set_ylabel("test perplexity / floor" if relative else "test perplexity")
+        axes.set_ylabel("exact test perplexity / floor" if relative else "exact test perplexity")
         axes.set_title(dataset)
+        axes.legend(fontsize=6, ncol=2, loc="upper right")
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)

@@ -1,12 +1,14 @@
-"""Quality: the same NNLM (Bengio et al. 2003) trained with every output layer on the same data.
+"""Quality: the same NNLM (Bengio et al. 2003) trained with every output layer on the same data,
+for the same wall-clock time.
 
-Every row trains the model from the same seed on the same first ``train_tokens`` tokens of the
-training split (one pass, a fixed token budget, cut short by a time cap that is also the same
-for every layer, so that one slow layer cannot stall the run), with the same optimiser and
-learning rate, then reports the *exact* test perplexity
-(every layer's ``log_prob`` normalises over the whole vocabulary) and the wall time. On the
-synthetic language the perplexity is also given as a ratio to its known floor exp(H), the lowest
-perplexity any model can reach; Bengio's Brown protocol runs when a Brown path is given.
+The question a user brings is *which layer gives the best model in the time I have*, so layers
+are compared at equal training time, over curves (Chen et al. 2015): every row trains the model
+from the same seed on the same training split (as many passes as fit), with the same optimiser
+and learning rate, for ``budget_seconds`` of training wall time, and measures the *exact* test
+perplexity (every layer's ``log_prob`` normalises over the whole vocabulary) at the fractions
+``checkpoints`` of that budget. Evaluation is not counted as training time. On the synthetic
+language each perplexity is also given as a ratio to the language's known floor exp(H), the
+lowest any model can reach; Bengio's Brown protocol runs when a Brown path is given.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from bigvocab.bench.side_data import SideData, build_layer, context_vectors
 from bigvocab.models import MODELS  # importing the package registers the models
 
 MODEL = "nnlm"
+#: Passes allowed over a training split: the time budget, not the data, ends a quality run.
+MAX_EPOCHS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,7 @@ def run_quality_task(
             "kind": candidate.kind,
             "vocab_size": len(corpus.vocab),
             "train_tokens": int(train_ids.numel()),
-            "test_tokens": int(corpus.test.numel()),
+            "test_tokens": int(min(corpus.test.numel(), config.quality.test_tokens or corpus.test.numel())),
             "floor_ppl": corpus.floor_perplexity,
             "threads": config.quality.threads or threads,
         }
@@ -105,26 +109,34 @@ def run_quality_task(
     return rows
 
 
-#: Steps timed before the time cap is turned into a step limit.
+#: Steps timed before the training rate is known and the budget is turned into step limits.
 PROBE_STEPS = 10
 
 
-def fit_within(trainer, seconds: float) -> bool:
-    """One pass, or as many steps as fit in ``seconds``; True when the time cap stopped it.
+def train_on_budget(trainer, seconds: float, checkpoints, evaluate: Callable[[], float]) -> list[dict]:
+    """Train for ``seconds`` of training wall time; at each fraction in ``checkpoints`` (increasing,
+    the last 1) record ``{"train_seconds", "tokens", "steps", "test_ppl"}`` with ``evaluate()``.
 
-    A few steps are timed first and the rest get ``max_steps`` from the measured rate (a limit
-    the trainer honours and may change between ``fit`` calls), so the cap costs no check per step.
+    Each stretch runs a number of steps computed from the rate measured so far (a limit the
+    trainer honours and may change between ``fit`` calls), so the clock costs no check per step;
+    a stretch that falls short of its goal is followed by another.
     """
-    trainer.config = dataclasses.replace(trainer.config, max_steps=PROBE_STEPS)
-    start = time.perf_counter()
-    trainer.fit()
-    if trainer.epoch >= 1:
-        return False
-    per_step = (time.perf_counter() - start) / max(1, trainer.step)
-    allowed = max(trainer.step, int(seconds / per_step))
-    trainer.config = dataclasses.replace(trainer.config, max_steps=allowed)
-    trainer.fit()
-    return trainer.epoch < 1
+    curve: list[dict] = []
+    trained = 0.0
+    for fraction in checkpoints:
+        goal = fraction * seconds
+        while trained < goal:
+            steps = PROBE_STEPS if trainer.step == 0 else max(1, int((goal - trained) * trainer.step / trained))
+            trainer.config = dataclasses.replace(trainer.config, max_steps=trainer.step + steps)
+            before = trainer.step
+            start = time.perf_counter()
+            trainer.fit()
+            trained += time.perf_counter() - start
+            if trainer.step == before:  # nothing left to train on (the epochs are spent)
+                break
+        point = {"budget_seconds": goal, "train_seconds": trained, "tokens": trainer.tokens, "steps": trainer.step}
+        curve.append({**point, "test_ppl": evaluate()})
+    return curve
 
 
 def train_and_evaluate(
@@ -142,7 +154,7 @@ def train_and_evaluate(
     )
     model = model_class(vocab_size, output, **quality.model_kwargs)
     train_config = TrainConfig(
-        epochs=1,
+        epochs=MAX_EPOCHS,
         batch_size=quality.batch_size,
         optimizer=quality.optimizer,
         lr=quality.lr,
@@ -151,22 +163,29 @@ def train_and_evaluate(
         device=config.device,
         progress=False,
     )
-    # No validation set: one pass under a fixed budget leaves nothing to select or stop on.
+    # No validation set: a fixed time budget leaves nothing to select or stop on.
     trainer = Trainer(model, train_ids, None, train_config)
-    start = time.perf_counter()
-    capped = fit_within(trainer, quality.max_train_seconds)
-    train_seconds = time.perf_counter() - start
-    start = time.perf_counter()
-    test_ppl = float(trainer.evaluate(corpus.test))
-    eval_seconds = time.perf_counter() - start
+    evaluation = [0.0]
+    test_ids = corpus.test if quality.test_tokens is None else corpus.test[: quality.test_tokens]
+
+    def evaluate() -> float:
+        start = time.perf_counter()
+        perplexity = float(trainer.evaluate(test_ids))
+        evaluation[0] += time.perf_counter() - start
+        return perplexity
+
+    curve = train_on_budget(trainer, quality.budget_seconds, quality.checkpoints, evaluate)
     floor = corpus.floor_perplexity
+    for point in curve:
+        point["ppl_ratio"] = point["test_ppl"] / floor if floor else None
     return {
         "options": shown,
         "params": sum(p.numel() for p in output.parameters()),
         "tokens_seen": trainer.tokens,
-        "time_capped": capped,
-        "test_ppl": test_ppl,
-        "ppl_ratio": test_ppl / floor if floor else None,
-        "train_seconds": train_seconds,
-        "eval_seconds": eval_seconds,
+        "epochs_seen": trainer.tokens / max(1, train_ids.numel() - 1),
+        "test_ppl": curve[-1]["test_ppl"],
+        "ppl_ratio": curve[-1]["ppl_ratio"],
+        "train_seconds": curve[-1]["train_seconds"],
+        "eval_seconds": evaluation[0],
+        "curve": curve,
     }

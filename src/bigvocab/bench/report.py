@@ -14,6 +14,7 @@ from typing import Optional
 from bigvocab.bench import formatting as fmt
 from bigvocab.bench.config import BenchConfig
 from bigvocab.bench.operations import FIT_STEPS
+from bigvocab.bench.recommend import TOLERANCE
 from bigvocab.registry import OUTPUTS
 
 SUMMARY_COLUMNS = ["Approach", "Train speed-up", "Test speed-up", "PPL small vocab", "PPL large vocab", "Parameters %"]
@@ -166,6 +167,7 @@ def speed_table(rows: list[dict]) -> str:
         "Required GFLOP",
         "Achieved GFLOP/s",
         "% of matmul rate",
+        "% of roofline",
         "Status",
     ]
     lines = []
@@ -189,6 +191,7 @@ def speed_table(rows: list[dict]) -> str:
                 + ("" if str(row.get("flops_source", "formula")) == "formula" else " (counted)"),
                 fmt.number(row.get("achieved_gflops")),
                 fmt.percent(None if fraction is None else 100 * fraction),
+                fmt.percent(None if row.get("roofline_fraction") is None else 100 * row["roofline_fraction"]),
                 _status_cell(row),
             ]
         )
@@ -204,28 +207,48 @@ def _fitted_cell(row: dict) -> str:
 
 
 def quality_table(rows: list[dict]) -> str:
-    header = ["Corpus", "Approach", "V", "Tokens trained", "Test perplexity", "Train s", "Eval s", "Status"]
-    lines = [
-        [
-            row["dataset"],
-            row["approach"],
-            f"{row['vocab_size']:,}",
-            _tokens_cell(row),
-            fmt.perplexity(row),
-            fmt.number(row.get("train_seconds")),
-            fmt.number(row.get("eval_seconds")),
-            _status_cell(row),
-        ]
-        for row in rows
-    ]
+    """One line per (corpus, layer): exact test perplexity at each time budget of its curve."""
+    budgets = sorted({point["budget_seconds"] for row in rows for point in row.get("curve") or []})
+    header = ["Corpus", "Approach", "V", "Tokens trained (passes)"]
+    header += [f"PPL at {budget:g} s" for budget in budgets] + ["Train s", "Eval s", "Status"]
+    lines = []
+    for row in rows:
+        points = {point["budget_seconds"]: point for point in row.get("curve") or []}
+        lines.append(
+            [
+                row["dataset"],
+                row["approach"],
+                f"{row['vocab_size']:,}",
+                _tokens_cell(row),
+                *(fmt.perplexity(points[b]) if b in points else fmt.MISSING for b in budgets),
+                fmt.number(row.get("train_seconds")),
+                fmt.number(row.get("eval_seconds")),
+                _status_cell(row),
+            ]
+        )
     return _table(header, lines)
+
+
+def recommendation_table(lines: list[dict]) -> str:
+    header = ["Corpus", "V", "Time budget", "Lowest perplexity", f"Fastest within {100 * TOLERANCE:g}% of it"]
+    rows = [
+        [
+            line["dataset"],
+            f"{line['vocab_size']:,}",
+            f"{line['budget_seconds']:g} s",
+            f"{line['best']} ({fmt.perplexity({'test_ppl': line['best_ppl'], 'ppl_ratio': line['best_ratio']})})",
+            f"{line['fastest']} (after {line['fastest_seconds']:.1f} s)",
+        ]
+        for line in lines
+    ]
+    return _table(header, rows)
 
 
 def _tokens_cell(row: dict) -> str:
     seen = row.get("tokens_seen")
     if seen is None:
         return f"({row['train_tokens']:,})"
-    return f"{seen:,}" + (" (time cap)" if row.get("time_capped") else "")
+    return f"{seen:,} ({row.get('epochs_seen', 0):.2g})"
 
 
 def _status_cell(row: dict) -> str:
@@ -243,6 +266,15 @@ def matmul_table(matmul: dict) -> str:
     return _table(["Product (m x k x n)", "GFLOP/s"], lines)
 
 
+def bandwidth_table(bandwidth: dict) -> str:
+    names = {
+        "stream_gbps": "streaming copy",
+        "gather_gbps": "row gather (index_select)",
+        "scatter_gbps": "row scatter-add (index_add_)",
+    }
+    return _table(["Memory operation", "GB/s"], [[label, fmt.number(bandwidth[key])] for key, label in names.items()])
+
+
 def write_markdown(results: dict, config: BenchConfig, path: Path, *, plots: Optional[list[Path]] = None) -> Path:
     speed, quality = results.get("speed", []), results.get("quality", [])
     parts = [
@@ -257,12 +289,16 @@ def write_markdown(results: dict, config: BenchConfig, path: Path, *, plots: Opt
     if speed:
         parts += ["## Speed (raw)", _speed_caption(config), speed_table(speed)]
         parts += ["## Dense matrix-multiply rate", matmul_table(results["matmul"])]
+        if results.get("bandwidth"):
+            parts += ["## Memory bandwidth", bandwidth_table(results["bandwidth"])]
     if quality:
         parts += ["## Quality (raw)", _quality_caption(config), quality_table(quality)]
     parts += ["## Machine", machine_table(results["machine"])]
     notes = results.get("notes") or []
     if notes:
         parts += ["## Notes", "\n".join(f"- {note}" for note in notes)]
+    if results.get("recommendation"):
+        parts += ["## Recommendation", _recommendation_caption(), recommendation_table(results["recommendation"])]
     path.write_text("\n\n".join(parts) + "\n")
     return path
 
@@ -314,16 +350,20 @@ def _speed_caption(config: BenchConfig) -> str:
         "Required GFLOP: the arithmetic the method must do (its declared cost model, see "
         "`bigvocab.outputs.cost`); `(counted)` marks layers without one, whose executed matmul flops are used. "
         "% of matmul rate: required flops / "
-        "step time / the best dense matmul rate measured below."
+        "step time / the best dense matmul rate measured below. "
+        "% of roofline: the step's limit on this machine over its time, the limit being the larger of its "
+        "compute time (required flops / matmul rate) and its memory time (declared bytes streamed / copy "
+        "bandwidth + declared bytes gathered as scattered rows / the slower of gather and scatter bandwidth, "
+        "measured below); 100% is the hardware limit."
     )
 
 
 def _quality_caption(config: BenchConfig) -> str:
     q = config.quality
     return (
-        f"NNLM {q.model_kwargs}, one pass over the first tokens of the training split (synthetic: "
-        f"{q.train_tokens:,}; Brown: {'all' if q.brown_train_tokens is None else f'{q.brown_train_tokens:,}'}) "
-        f"(stopped after {q.max_train_seconds:g} s if not done: same token budget and time cap for every layer), "
+        f"NNLM {q.model_kwargs}, trained for {q.budget_seconds:g} s of wall time per layer (evaluation "
+        "excluded; as many passes over the training split as fit: synthetic "
+        f"{q.train_tokens:,} tokens, Brown {'all' if q.brown_train_tokens is None else f'{q.brown_train_tokens:,}'}), "
         f"batch {q.batch_size}, {q.threads or 'all'} intra-op thread(s), "
         f"optimiser {q.optimizer} (lr {q.lr}), seed {config.seed}, "
         + (
@@ -331,5 +371,18 @@ def _quality_caption(config: BenchConfig) -> str:
             if config.num_samples is None
             else f"k = {config.num_samples} for the layers that sample"
         )
-        + ". Test perplexity is exact for every layer (normalised over the whole vocabulary)."
+        + ". Test perplexity (exact for every layer: normalised over the whole vocabulary) is measured at "
+        + ", ".join(f"{fraction * q.budget_seconds:g}" for fraction in q.checkpoints)
+        + " s of training"
+        + ("" if q.test_tokens is None else f" on the first {q.test_tokens:,} test tokens")
+        + "; the ratio to the synthetic language's floor in brackets."
+    )
+
+
+def _recommendation_caption() -> str:
+    return (
+        "For each corpus and time budget measured: the layer whose model had the lowest exact test perplexity "
+        f"after that much training, and the layer whose curve came within {100 * TOLERANCE:g}% of that perplexity "
+        "first (the training time at which it did). Measured on this run's machine: a loaded or different "
+        "machine moves the time axis, and with it the answer."
     )

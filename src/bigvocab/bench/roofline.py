@@ -12,6 +12,14 @@ counted flops (and says so), so every row still gets a fraction of the limit.
 A softmax layer's training step is, at best, a few dense products; the best rate the machine
 reaches on products of the same shapes is therefore the limit any layer can approach, and each
 layer's achieved rate (required flops / step time) is reported as a fraction of it.
+
+Sampled and tree layers do little arithmetic per byte: their limit is memory traffic. The bench
+therefore also measures two bandwidths -- a streaming copy, and rows gathered (``index_select``)
+and scattered (``index_add_``) at random positions of a table larger than the caches -- and each
+step's *roofline* time is the larger of its compute time (required flops / matmul rate) and its
+memory time (streamed bytes / copy bandwidth + gathered bytes / gather-scatter bandwidth, from the
+layer's declared :class:`~bigvocab.outputs.cost.Cost`). ``roofline_fraction`` = roofline time /
+measured time: 1 is the hardware limit (Williams et al. 2009).
 """
 
 from __future__ import annotations
@@ -59,6 +67,67 @@ def measure_matmul_rate(
         best = min(seconds_per_call(product, inner, device) for _ in range(repeats))
         measured.append({"m": m, "k": k, "n": n, "gflops": 2.0 * m * k * n / best / 1e9})
     return {"best_gflops": max(row["gflops"] for row in measured), "shapes": measured}
+
+
+def measure_bandwidth(
+    device: torch.device,
+    *,
+    stream_elements: int = 1 << 25,
+    table_rows: int = 1 << 17,
+    width: int = 256,
+    gathered_rows: int = 1 << 15,
+    repeats: int = 3,
+    min_time: float = 0.05,
+    seed: int = 0,
+) -> dict:
+    """GB/s of a streaming copy (``stream_elements`` float32 read and written) and of float32 rows
+    of ``width`` gathered from and added back into random rows of a (``table_rows``, ``width``)
+    table (128 MiB by default, beyond the caches): ``{"stream_gbps", "gather_gbps", "scatter_gbps",
+    "gather_scatter_gbps"}`` (the last the slower of the two, what a step that gathers rows and
+    scatters their gradients is held to)."""
+    generator = torch.Generator().manual_seed(seed)
+    source = torch.randn(stream_elements, generator=generator).to(device)
+    target = torch.empty_like(source)
+    table = torch.randn(table_rows, width, generator=generator).to(device)
+    ids = torch.randint(0, table_rows, (gathered_rows,), generator=generator).to(device)
+    rows = table.index_select(0, ids)
+    row_bytes = gathered_rows * width * table.element_size()
+
+    def best_seconds(operation: Callable[[], object]) -> float:
+        inner = inner_loop_size(seconds_per_call(operation, 1, device), min_time)
+        return min(seconds_per_call(operation, inner, device) for _ in range(repeats))
+
+    stream = 2 * source.numel() * source.element_size() / best_seconds(lambda: target.copy_(source))
+    # A gather reads each row and writes it out; a scatter-add reads it, and reads and writes its target.
+    gather = 2 * row_bytes / best_seconds(lambda: torch.index_select(table, 0, ids, out=rows))
+    scatter = 3 * row_bytes / best_seconds(lambda: table.index_add_(0, ids, rows))
+    gbps = {"stream_gbps": stream / 1e9, "gather_gbps": gather / 1e9, "scatter_gbps": scatter / 1e9}
+    return {**gbps, "gather_scatter_gbps": min(gbps["gather_gbps"], gbps["scatter_gbps"])}
+
+
+def roofline_seconds(cost_flops: float, cost_bytes: float, gathered_bytes: float, machine: dict) -> float:
+    """The larger of compute time and memory time of an operation on ``machine``
+    (``{"best_gflops", "stream_gbps", "gather_scatter_gbps"}``); see the module docstring."""
+    compute = cost_flops / (machine["best_gflops"] * 1e9)
+    memory = (cost_bytes - gathered_bytes) / (machine["stream_gbps"] * 1e9) + gathered_bytes / (
+        machine["gather_scatter_gbps"] * 1e9
+    )
+    return max(compute, memory)
+
+
+def add_roofline_fractions(rows: list[dict], machine: dict) -> None:
+    """``matmul_fraction`` (achieved rate / best matmul rate) and ``roofline_fraction`` (roofline
+    time / step time) on every speed row with a cost, from the best rates of the run (known only at
+    its end: they are re-measured after every V and the best kept)."""
+    for row in rows:
+        if row.get("achieved_gflops") is not None:
+            row["matmul_fraction"] = row["achieved_gflops"] / machine["best_gflops"]
+        if row.get("required_bytes") is not None and row.get("train_seconds"):
+            limit = roofline_seconds(
+                row["required_flops"], row["required_bytes"], row.get("required_gathered_bytes") or 0.0, machine
+            )
+            row["roofline_seconds"] = limit
+            row["roofline_fraction"] = limit / row["train_seconds"]
 
 
 def required_train_cost(layer: OutputLayer, target: Tensor) -> tuple[Optional[Cost], str]:

@@ -16,9 +16,10 @@ from bigvocab.bench.memory import measure_memory
 from bigvocab.bench.plots import write_plots
 from bigvocab.bench.quality import quality_tasks, run_quality_task
 from bigvocab.bench.report import summarise, write_csv, write_json, write_markdown
-from bigvocab.bench.roofline import matmul_shapes, measure_matmul_rate
+from bigvocab.bench.roofline import add_roofline_fractions, matmul_shapes, measure_bandwidth, measure_matmul_rate
 from bigvocab.bench.selection import select_candidates
-from bigvocab.bench.speed import add_matmul_fractions, measure_vocab
+from bigvocab.bench.recommend import recommend
+from bigvocab.bench.speed import measure_vocab
 from bigvocab.errors import ConfigError
 from bigvocab.validation import check_nonnegative_int, check_positive_float, check_positive_int
 
@@ -71,7 +72,8 @@ def run_bench(config: BenchConfig, *, stream: Optional[TextIO] = None) -> dict:
     """Run the benchmark ``config`` describes and write its files to ``config.out`` (if set).
 
     Returns the results: ``config``, ``machine``, ``approaches`` (row labels in order),
-    ``matmul``, ``speed`` and ``quality`` rows, ``summary`` (the comparison table), ``notes``,
+    ``matmul``, ``bandwidth``, ``speed`` and ``quality`` rows, ``summary`` (the comparison table),
+    ``recommendation`` (:func:`~bigvocab.bench.recommend.recommend`), ``notes``,
     ``phase_seconds``, ``files`` and ``wall_seconds``. Lines of the terminal table go to ``stream`` (None: silent).
     """
     started = time.perf_counter()
@@ -104,6 +106,7 @@ def run_bench(config: BenchConfig, *, stream: Optional[TextIO] = None) -> dict:
     finally:
         printer.close()
     results["summary"] = summarise(results)
+    results["recommendation"] = recommend(results["quality"])
     results["wall_seconds"] = time.perf_counter() - started
     if config.out is not None:
         results["files"] = [str(p) for p in write_outputs(results, config, Path(config.out))]
@@ -114,6 +117,8 @@ def _speed_phase(config: BenchConfig, device: torch.device, candidates, results:
     shapes = matmul_shapes(config.hidden, config.batch)
     matmul = measure_matmul_rate(shapes, device, seed=config.seed)
     printer.line(f"dense matmul rate: {matmul['best_gflops']:.1f} GFLOP/s (best of {len(shapes)} shapes)")
+    bandwidth = measure_bandwidth(device, seed=config.seed)
+    printer.line(_bandwidth_line(bandwidth))
     printer.line(
         f"\nspeed: H={config.hidden}, N={config.batch}, {config.repeats} paired repetitions\n{formatting.SPEED_HEADER}"
     )
@@ -135,9 +140,19 @@ def _speed_phase(config: BenchConfig, device: torch.device, candidates, results:
         again = measure_matmul_rate(shapes, device, seed=config.seed)
         if again["best_gflops"] > matmul["best_gflops"]:
             matmul = again
-    results["matmul"] = matmul
-    add_matmul_fractions(results["speed"], matmul["best_gflops"])
+        again = measure_bandwidth(device, seed=config.seed)
+        bandwidth = {key: max(value, again[key]) for key, value in bandwidth.items()}
+    results["matmul"], results["bandwidth"] = matmul, bandwidth
+    add_roofline_fractions(results["speed"], {"best_gflops": matmul["best_gflops"], **bandwidth})
     printer.line(f"best dense matmul rate of the run: {matmul['best_gflops']:.1f} GFLOP/s")
+    printer.line("best " + _bandwidth_line(bandwidth))
+
+
+def _bandwidth_line(bandwidth: dict) -> str:
+    return (
+        f"memory bandwidth: stream {bandwidth['stream_gbps']:.1f} GB/s, gather {bandwidth['gather_gbps']:.1f} GB/s, "
+        f"scatter {bandwidth['scatter_gbps']:.1f} GB/s"
+    )
 
 
 def _memory_spec(config: BenchConfig, candidates, vocab_size: int) -> dict:

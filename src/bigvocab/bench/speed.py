@@ -246,6 +246,7 @@ def _size_and_flops(
         "param_mib": sum(p.numel() * p.element_size() for p in layer.parameters()) / MIB,
         "required_flops": required,
         "required_bytes": None if cost is None else cost.bytes,
+        "required_gathered_bytes": None if cost is None else cost.gathered,
         "flops_source": source,
         "counted_flops": prepared.counted_train_flops,
     }
@@ -253,11 +254,3 @@ def _size_and_flops(
     if required is not None and step_seconds:
         out["achieved_gflops"] = required / step_seconds / 1e9
     return out
-
-
-def add_matmul_fractions(rows: list[dict], best_gflops: float) -> None:
-    """``matmul_fraction``: each step's achieved rate over the best dense matmul rate of the run
-    (known only at its end: the rate is re-measured after every V and the best one kept)."""
-    for row in rows:
-        if row.get("achieved_gflops") is not None:
-            row["matmul_fraction"] = row["achieved_gflops"] / best_gflops

@@ -39,6 +39,13 @@ def effective_sample_size(log_weights: Tensor) -> Tensor:
     return torch.exp(2 * torch.logsumexp(log_weights, dim=1) - torch.logsumexp(2 * log_weights, dim=1))
 
 
+#: Score per-row draws through one product over their distinct ids while those number at most this
+#: many times the draws per row (a (N, U) product against N·M gathered rows; see ``_pair_logits``):
+#: on 2 CPU cores at H = 256 the product won from U ~ 10 M (the gathered (N, M, H) block pays
+#: page faults and a slow batched matrix-vector product), and lost 6x at U ~ 57 M.
+UNION_FACTOR = 32
+
+
 @OUTPUTS.register("ais")
 class AdaptiveImportanceSampling(SamplingOutput):
     """Adaptive importance sampling with an adaptive bigram proposal; exact evaluation.
@@ -51,11 +58,22 @@ class AdaptiveImportanceSampling(SamplingOutput):
         min_ess: draw more blocks for an example while its ESS is below this (default
             ``num_samples / 4``).
         max_samples: at most this many draws per example and step (default 16 blocks).
+        shared: when the proposal ignores the context (an unconditional sampler, or no context
+            given), draw each block once for the whole batch: every example still averages k
+            draws from the Q its estimate divides by, so each example's estimator is unchanged,
+            and a block costs one (N, H) x (H, k) product instead of N·k gathered rows. The
+            examples' errors are then correlated (every example pushes down the same few rows),
+            which with small k and a large step size can make training unstable, so draws are
+            per example by default. Draws that depend on the context are always per example.
         scorer, bias, max_chunk_elements, device, dtype, **scorer_options: as for ``full``.
+
+    Variants: ``per-example`` (the default) and ``shared`` draws.
 
     After each ``loss`` call, ``last_num_samples`` (most draws any example used) and
     ``last_ess`` (mean ESS) describe the step.
     """
+
+    variants = {"per-example": {}, "shared": {"shared": True}}
 
     def __init__(
         self,
@@ -67,6 +85,7 @@ class AdaptiveImportanceSampling(SamplingOutput):
         counts: Optional[Sequence[float]] = None,
         min_ess: Optional[float] = None,
         max_samples: Optional[int] = None,
+        shared: bool = False,
         **scorer_options: Any,
     ) -> None:
         super().__init__(
@@ -77,7 +96,7 @@ class AdaptiveImportanceSampling(SamplingOutput):
             sampler=sampler,
             default_sampler=("bigram", {}),
             counts=counts,
-            shared=False,
+            shared=shared,
             **scorer_options,
         )
         self.min_ess = check_positive_float("min_ess", self.num_samples / 4 if min_ess is None else min_ess)
@@ -90,37 +109,61 @@ class AdaptiveImportanceSampling(SamplingOutput):
         self.last_ess = math.nan
 
     def _block(self, context: Optional[Tensor], batch_size: int) -> tuple[Tensor, Tensor]:
-        """(N, k) draws and their log Q."""
+        """(N, k) draws and their log Q (N, k): one draw per example, or one shared by the batch."""
         if context is not None and self.sampler.conditional:
             ids = self.sampler.sample(self.num_samples, context=context)
+        elif self.shared:
+            ids = self.sampler.sample(self.num_samples)
+            ids, log_q = ids.expand(batch_size, -1), self.sampler.log_q(ids)
+            return ids, log_q.expand(batch_size, -1)
         else:
             ids = self.sampler.sample(batch_size * self.num_samples).reshape(batch_size, self.num_samples)
         return ids, self.sampler.log_q(ids, context=context)
 
+    def _pair_logits(self, hidden: Tensor, ids: Tensor) -> Tensor:
+        """Scores of per-row ids (N, M) -> (N, M) in one scorer call.
+
+        Rows of one batch draw the same frequent words again and again: when the U distinct ids
+        are few against the M per row, one (N, H) x (H, U) product over them (a matrix multiply,
+        each row read once) beats gathering N·M rows (memory-bound); else the rows are gathered.
+        """
+        unique, inverse = torch.unique(ids, return_inverse=True)
+        if unique.numel() <= UNION_FACTOR * ids.shape[1]:
+            return self.class_logits(hidden, unique).gather(1, inverse)
+        return self.class_logits(hidden, ids)
+
     def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
         batch_size = hidden.shape[0]
         samples: list[Tensor] = []
-        log_weights: list[Tensor] = []
+        log_qs: list[Tensor] = []
+        kept: list[Tensor] = []
         wanting = torch.ones(batch_size, dtype=torch.bool, device=hidden.device)
-        blocks = torch.zeros(batch_size, device=hidden.device)
-        while True:
-            ids, log_q = self._block(context, batch_size)
-            # Examples whose ESS is already high enough ignore later blocks (weight 0).
-            block = (self.class_logits(hidden, ids) - log_q).masked_fill(~wanting.unsqueeze(1), float("-inf"))
-            samples.append(ids)
-            log_weights.append(block)
-            blocks += wanting
-            with torch.no_grad():
+        # The blocks are chosen without autograd; the step's gradient then comes from one scorer
+        # call over every draw kept. Gathering with a gradient block by block would accumulate one
+        # sparse gradient per block, and torch adds sparse gradients in time quadratic in their
+        # number, while the (N, H) rows of every block would stay alive until the backward.
+        with torch.no_grad():
+            log_weights: list[Tensor] = []
+            while True:
+                ids, log_q = self._block(context, batch_size)
+                # Examples whose ESS is already high enough ignore later blocks (weight 0).
+                block = (self._pair_logits(hidden, ids) - log_q).masked_fill(~wanting.unsqueeze(1), float("-inf"))
+                samples.append(ids)
+                log_qs.append(log_q)
+                kept.append(wanting.unsqueeze(1).expand_as(ids))
+                log_weights.append(block)
                 ess = effective_sample_size(torch.cat(log_weights, dim=1))
-                wanting &= ess < self.min_ess
-            if not wanting.any() or (len(samples) + 1) * self.num_samples > self.max_samples:
-                break
-        all_log_weights = torch.cat(log_weights, dim=1)
+                wanting = wanting & (ess < self.min_ess)
+                if not wanting.any() or (len(samples) + 1) * self.num_samples > self.max_samples:
+                    break
+        all_samples, all_kept = torch.cat(samples, dim=1), torch.cat(kept, dim=1)
+        logits = self._pair_logits(hidden, torch.cat([target.unsqueeze(1), all_samples], dim=1))
+        all_log_weights = (logits[:, 1:] - torch.cat(log_qs, dim=1)).masked_fill(~all_kept, float("-inf"))
         self.last_num_samples = len(samples) * self.num_samples
         self.last_ess = float(ess.mean()) if batch_size else math.nan
-        self._observe(target, context=context, samples=torch.cat(samples, dim=1), log_weights=all_log_weights.detach())
-        log_z = torch.logsumexp(all_log_weights, dim=1) - torch.log(blocks * self.num_samples)
-        return log_z - self.target_logits(hidden, target)
+        self._observe(target, context=context, samples=all_samples, log_weights=all_log_weights.detach())
+        log_z = torch.logsumexp(all_log_weights, dim=1) - torch.log(all_kept.sum(dim=1) * 1.0)
+        return log_z - logits[:, 0]
 
     def extra_repr(self) -> str:
         return super().extra_repr() + f", min_ess={self.min_ess}, max_samples={self.max_samples}"

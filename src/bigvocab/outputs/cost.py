@@ -13,7 +13,10 @@ Accounting (the standard one of Kaplan et al. 2020, section 2.1):
 * bytes moved count each parameter the operation touches once per pass that reads it (forward,
   and in training the backward's read and the gradient's write: 3 passes), plus the hidden states
   read (and their gradient written in training). Activations that stay in cache are not counted,
-  so these are lower bounds on the traffic of a real step.
+  so these are lower bounds on the traffic of a real step;
+* ``gathered`` is the part of ``bytes`` moved as rows at scattered positions (a sampled or
+  tree layer's chosen rows): memory moves those slower than a stream, and the bench's roofline
+  prices them at its measured gather/scatter bandwidth, the rest at its streaming bandwidth.
 """
 
 from __future__ import annotations
@@ -26,20 +29,26 @@ PASSES = {False: 1, True: 3}
 
 @dataclass(frozen=True)
 class Cost:
-    """``flops`` and ``bytes`` (moved to or from memory) of one operation."""
+    """``flops`` and ``bytes`` (moved to or from memory) of one operation, ``gathered`` of those
+    bytes as scattered rows."""
 
     flops: float
     bytes: float
+    gathered: float = 0.0
 
     def __add__(self, other: "Cost") -> "Cost":
-        return Cost(self.flops + other.flops, self.bytes + other.bytes)
+        return Cost(self.flops + other.flops, self.bytes + other.bytes, self.gathered + other.gathered)
 
 
-def dot_cost(pairs: float, width: int, parameters: float, *, element_size: int, training: bool) -> Cost:
+def dot_cost(
+    pairs: float, width: int, parameters: float, *, element_size: int, training: bool, gathered: bool = False
+) -> Cost:
     """``pairs`` dot products of ``width`` numbers reading ``parameters`` numbers of weights:
-    2·pairs·width flops (x3 in training) and the weights moved once per pass."""
+    2·pairs·width flops (x3 in training) and the weights moved once per pass, as scattered rows
+    when ``gathered`` (a chosen subset) rather than one stream."""
     passes = PASSES[training]
-    return Cost(2.0 * passes * pairs * width, float(passes * parameters * element_size))
+    moved = float(passes * parameters * element_size)
+    return Cost(2.0 * passes * pairs * width, moved, moved if gathered else 0.0)
 
 
 def hidden_cost(rows: int, width: int, *, element_size: int, training: bool) -> Cost:

@@ -48,26 +48,41 @@ def chunk_size_for(num_rows: int, num_classes: int, max_elements: Optional[int])
 
 
 def _chunk_logits(hidden: Tensor, weight: Tensor, bias: Optional[Tensor], start: int, stop: int) -> Tensor:
-    logits = hidden @ weight[start:stop].t()
-    if bias is not None:
-        logits = logits + bias[start:stop]
-    return logits
+    if bias is None:
+        return hidden @ weight[start:stop].t()
+    # The bias enters the product's output (addmm) rather than a second (N, chunk) pass.
+    return torch.addmm(bias[start:stop], hidden, weight[start:stop].t())
+
+
+def _logsumexp_(logits: Tensor) -> tuple[Tensor, Tensor]:
+    """(peak, log Σ exp) over dim 1 of (N, C) ``logits``, which it overwrites with
+    exp(logits - peak): no (N, C) temporaries."""
+    peak = logits.amax(dim=1)
+    peak = torch.where(torch.isfinite(peak), peak, torch.zeros_like(peak))
+    return peak, peak + torch.log(logits.sub_(peak.unsqueeze(1)).exp_().sum(dim=1))
 
 
 class _ChunkedLogSumExp(torch.autograd.Function):
     """(log Z, target logit) of ``hidden @ weight.T + bias`` without the (N, V) matrix.
 
-    Backward recomputes each chunk's logits, so peak memory is the weights, their gradient and
-    one (N, chunk) block: the price is one extra matrix product per chunk.
+    When the whole vocabulary fits in one chunk (N·V within the memory budget), the forward keeps
+    that chunk's exp(logits - peak) and the backward rescales it into the softmax: three matrix
+    products a step, the least a softmax step can do. Otherwise the backward recomputes each
+    chunk's logits, so peak memory is the weights, their gradient and one (N, chunk) block: the
+    price is one extra matrix product per chunk.
     """
 
     @staticmethod
     def forward(ctx, hidden, weight, bias, target, chunk):  # type: ignore[override]
         num_classes = weight.shape[0]
         log_z = hidden.new_full((hidden.shape[0],), float("-inf"))
+        ctx.kept = None
         for start in range(0, num_classes, chunk):
             logits = _chunk_logits(hidden, weight, bias, start, min(start + chunk, num_classes))
-            log_z = torch.logaddexp(log_z, torch.logsumexp(logits, dim=1))
+            peak, chunk_log_z = _logsumexp_(logits)
+            log_z = torch.logaddexp(log_z, chunk_log_z)
+        if chunk >= num_classes and any(ctx.needs_input_grad[:3]):
+            ctx.kept = (logits, peak)  # the one chunk, as exp(logits - peak)
         target_logit = (hidden * weight.index_select(0, target)).sum(1)
         if bias is not None:
             target_logit = target_logit + bias.index_select(0, target)
@@ -87,9 +102,14 @@ class _ChunkedLogSumExp(torch.autograd.Function):
         rows = torch.arange(hidden.shape[0], device=hidden.device)
         for start in range(0, num_classes, chunk):
             stop = min(start + chunk, num_classes)
-            logits = _chunk_logits(hidden, weight, bias, start, stop)
             # d log Z / d logits = softmax; the target logit adds a one-hot at the target.
-            grad_logits = torch.exp_(logits.sub_(log_z.unsqueeze(1))).mul_(grad_log_z.unsqueeze(1))
+            if ctx.kept is not None:
+                # Out of place: a second backward (retain_graph) finds the kept chunk intact.
+                scaled, peak = ctx.kept
+                grad_logits = scaled * (torch.exp(peak - log_z) * grad_log_z).unsqueeze(1)
+            else:
+                logits = _chunk_logits(hidden, weight, bias, start, stop)
+                grad_logits = torch.exp_(logits.sub_(log_z.unsqueeze(1))).mul_(grad_log_z.unsqueeze(1))
             inside = (target >= start) & (target < stop)
             grad_logits.index_put_((rows[inside], target[inside] - start), grad_target[inside], accumulate=True)
             if grad_hidden is not None:

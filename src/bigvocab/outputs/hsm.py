@@ -80,13 +80,16 @@ class _PairDots(torch.autograd.Function):
         return grad_left, grad_right, None, None, None
 
 
-def _log_normaliser(logits: Tensor, segment: Tensor, num_segments: int) -> Tensor:
-    """log(1 + sum of exp(logits) over each segment) along the last dim: the 1 is the reference
-    child's exp(0). ``segment`` (T,) gives the segment of each of the T logits."""
-    index = segment.expand_as(logits)
-    peak = logits.new_zeros(*logits.shape[:-1], num_segments)
-    peak = peak.scatter_reduce(-1, index, logits.detach(), "amax", include_self=True)
-    total = torch.exp(-peak).scatter_add(-1, index, torch.exp(logits - peak.gather(-1, index)))
+def _log_normaliser(logits: Tensor, segment: Tensor, num_segments: int, dim: int = -1) -> Tensor:
+    """log(1 + sum of exp(logits) over each segment) along ``dim``: the 1 is the reference
+    child's exp(0). ``segment`` (T,) gives the segment of each of the T logits along ``dim``."""
+    shape = [1] * logits.dim()
+    shape[dim] = -1
+    index = segment.view(shape).expand_as(logits)
+    size = list(logits.shape)
+    size[dim] = num_segments
+    peak = logits.new_zeros(size).scatter_reduce(dim, index, logits.detach(), "amax", include_self=True)
+    total = torch.exp(-peak).scatter_add(dim, index, torch.exp(logits - peak.gather(dim, index)))
     return peak + torch.log(total)
 
 
@@ -236,7 +239,8 @@ class HierarchicalSoftmax(OutputLayer):
         vectors = sum(float((self.tree.arity[node] - 1).sum()) for _, node, _ in self.tree.walk_up(target.cpu()))
         size = self.element_size()
         weights = vectors * (self.in_features + (self.bias is not None))
-        return dot_cost(vectors, self.in_features, weights, element_size=size, training=training) + hidden_cost(
+        path_rows = dot_cost(vectors, self.in_features, weights, element_size=size, training=training, gathered=True)
+        return path_rows + hidden_cost(
             target.numel(), self.in_features, element_size=size, training=training
         )
 
@@ -275,50 +279,53 @@ class HierarchicalSoftmax(OutputLayer):
 
     # ------------------------------------------------------------------ the whole distribution
     def _log_softmax(self, hidden: Tensor) -> Tensor:
-        """Every leaf's log-probability, top-down one tree level at a time, in row chunks."""
-        # At least _MIN_ROWS rows per matrix product: with fewer, streaming the (V - 1, H) weights
-        # dominates (at V = 1M, 2 rows per chunk made it 8x slower than the full softmax).
-        per_row = 3 * (self._num_nodes + self.num_classes)
+        """Every leaf's log-probability, top-down one tree level at a time, in row chunks.
+
+        The pass runs node-major: the node logits are computed as (nodes, n) = W h^T, so the nodes
+        of one level, and the children they write, are whole contiguous rows of n numbers; in the
+        (n, nodes) layout each level gathered and scattered columns, which cost more than the
+        product itself. Each chunk reads the (V - 1, H) weights once, so chunks are as large as
+        ``max_chunk_elements`` allows (and at least _MIN_ROWS rows: with fewer, streaming the
+        weights dominates -- at V = 1M, 2 rows per chunk made it 8x slower than the full softmax).
+        """
+        per_row = 2 * (self._num_nodes + self.num_classes)
         rows_per_chunk = max(_MIN_ROWS, self.max_chunk_elements // per_row)
         level = self._binary_levels if self._binary else self._general_levels
-        pieces = []
+        out = hidden.new_empty(hidden.shape[0], self.num_classes)
         for start in range(0, hidden.shape[0], rows_per_chunk):
             h = hidden[start : start + rows_per_chunk]
-            logits = h @ self.weight.t()
-            if self.bias is not None:
-                logits = logits + self.bias
-            pieces.append(level(logits))
-        return torch.cat(pieces)
-
-    def _binary_levels(self, logits: Tensor) -> Tensor:
-        """(n, V - 1) node logits of a canonical binary tree -> (n, V) leaf log-probabilities."""
-        num_nodes = self._num_nodes
-        left = F.logsigmoid(-logits)  # log p(position 0 | node); position 1 adds the logit
-        node_log_p = logits.new_zeros(logits.shape[0], num_nodes)
-        out = logits.new_empty(logits.shape[0], self.num_classes)
-        offsets = self._level_offsets
-        for lo, hi, next_hi in zip(offsets[:-1], offsets[1:], [*offsets[2:], num_nodes]):
-            above = node_log_p[:, lo:hi] + left[:, lo:hi]
-            # Children of nodes lo..hi-1 fill slots 2 lo .. 2 hi - 1, in order.
-            below = torch.stack([above, above + logits[:, lo:hi]], 2).flatten(1)
-            kids = self._children[2 * lo : 2 * hi]
-            inner = kids < num_nodes
-            # Breadth-first numbering: the internal children are the next level, in order.
-            node_log_p[:, hi:next_hi] = below[:, inner]
-            out[:, kids[~inner] - num_nodes] = below[:, ~inner]
+            if self.bias is None:
+                logits = torch.mm(self.weight, h.t())
+            else:
+                logits = torch.addmm(self.bias.unsqueeze(1), self.weight, h.t())
+            out[start : start + rows_per_chunk] = level(logits).t()
         return out
 
-    def _general_levels(self, logits: Tensor) -> Tensor:
-        """(n, V - 1) child logits of any tree -> (n, V) leaf log-probabilities."""
+    def _binary_levels(self, logits: Tensor) -> Tensor:
+        """(V - 1, n) node logits of a canonical binary tree -> (V, n) leaf log-probabilities."""
         num_nodes = self._num_nodes
-        log_z = _log_normaliser(logits, self._param_owner, num_nodes)
-        padded = torch.cat([logits, logits.new_zeros(logits.shape[0], 1)], 1)
+        # Unified ids: internal nodes, then leaves; row x holds log p(x) for the n hidden rows.
+        log_p = logits.new_empty(num_nodes + self.num_classes, logits.shape[1])
+        log_p[0] = 0.0
+        offsets = self._level_offsets
+        children = self._children.view(-1, 2)  # node n's children fill slots 2n and 2n + 1
+        for lo, hi in zip(offsets[:-1], offsets[1:]):
+            below = log_p[lo:hi] + F.logsigmoid(-logits[lo:hi])  # position 0
+            log_p.index_copy_(0, children[lo:hi, 0], below)
+            log_p.index_copy_(0, children[lo:hi, 1], below + logits[lo:hi])  # position 1 adds the logit
+        return log_p[num_nodes:]
+
+    def _general_levels(self, logits: Tensor) -> Tensor:
+        """(V - 1, n) child logits of any tree -> (V, n) leaf log-probabilities."""
+        num_nodes = self._num_nodes
+        log_z = _log_normaliser(logits, self._param_owner, num_nodes, dim=0)
+        padded = torch.cat([logits, logits.new_zeros(1, logits.shape[1])])
         # log p(x | parent(x)) for every node x, internal nodes first, then leaves.
-        decision = padded[:, self._edge_row] - log_z[:, self._unified_parent]
-        node_log_p = logits.new_zeros(logits.shape[0], num_nodes)
+        decision = padded.index_select(0, self._edge_row) - log_z.index_select(0, self._unified_parent)
+        node_log_p = logits.new_zeros(num_nodes, logits.shape[1])
         for lo, hi in zip(self._level_offsets[1:-1], self._level_offsets[2:]):
-            node_log_p[:, lo:hi] = node_log_p[:, self.tree_node_parent[lo:hi]] + decision[:, lo:hi]
-        return node_log_p[:, self.tree_leaf_parent] + decision[:, num_nodes:]
+            node_log_p[lo:hi] = node_log_p.index_select(0, self.tree_node_parent[lo:hi]) + decision[lo:hi]
+        return node_log_p.index_select(0, self.tree_leaf_parent) + decision[num_nodes:]
 
     # ------------------------------------------------------------------ exact top-k
     def _expand(

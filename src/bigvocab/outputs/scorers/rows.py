@@ -41,7 +41,10 @@ class RowScorer(Scorer):
         weights = rows * per_row + self.shared_parameters()
         size = next(self.parameters()).element_size()
         computed = Cost(PASSES[training] * rows * self.row_flops(), 0.0)
-        return dot_cost(pairs, self.in_features, weights, element_size=size, training=training) + computed
+        # A training step of a sparse objective gathers its chosen rows; every other pass streams them all.
+        gathered = training and self.sparse_grad
+        products = dot_cost(pairs, self.in_features, weights, element_size=size, training=training, gathered=gathered)
+        return products + computed
 
     def rows(self, ids: Tensor) -> Tensor:
         """Output embeddings of ``ids`` (M,) -> (M, H); gradients only to those words' rows."""
