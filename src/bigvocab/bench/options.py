@@ -56,6 +56,8 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--skip-speed", action="store_true", help="no speed, memory or matmul measurements")
     parser.add_argument("--skip-quality", action="store_true", help="no training runs")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--word2vec", action="store_true",
+                        help="bigvocab.Word2Vec against gensim: words/s, and WS-353/SimLex/analogy with --brown")
 
 
 def config_from_args(args: argparse.Namespace) -> BenchConfig:
@@ -79,6 +81,11 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
 
 def main(args: argparse.Namespace) -> int:
     """Run ``bigvocab bench`` as parsed into ``args``; print the table and where the files are."""
+    if getattr(args, "word2vec", False):
+        from bigvocab.bench.word2vec import run_word2vec_bench
+
+        run_word2vec_bench(args.brown, args.out, args.repeats or 3)
+        return 0
     config = config_from_args(args)
     results = run_bench(config, stream=sys.stdout)
     print(f"\nsummary ({results['wall_seconds']:.0f} s):\n{summary_table(results)}")

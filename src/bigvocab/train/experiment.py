@@ -30,9 +30,10 @@ from bigvocab.errors import ConfigError, DataError
 from bigvocab.evaluate.perplexity import perplexity
 from bigvocab.evaluate.vectors import load_word_vectors
 from bigvocab.registry import MODELS
-from bigvocab.train.config import TrainConfig
+from bigvocab.train.config import RESUME_OVERRIDES, TrainConfig
 from bigvocab.train.rundir import PYTHON_SPELLING
 from bigvocab.train.trainer import Trainer
+from bigvocab.word2vec.trainer import configure_engine, trainer_class
 
 PathLike = Union[str, os.PathLike]
 
@@ -52,6 +53,8 @@ def new_run(
     validate: bool = True,
     overwrite: bool = False,
     progress: bool = True,
+    workers: Optional[int] = None,
+    spelling: Mapping[str, str] = PYTHON_SPELLING,
 ) -> tuple[Trainer, Corpus]:
     """A :class:`Trainer` for a fresh run of the registered ``model`` with the ``output`` layer on
     ``corpus``, and the corpus.
@@ -61,6 +64,10 @@ def new_run(
             layer's ``tree`` (Mnih & Hinton 2008); the built tree, not the path, goes into the
             run's description, so evaluation and resume never need the file again.
         validate: measure validation perplexity after every epoch (best.pt, early stopping).
+        workers: threads of word2vec's compiled engine, which trains the run when it can
+            (:func:`bigvocab.word2vec.trainer.trainer_class`); None: one thread where it does,
+            and a run it cannot train stays on the torch path.
+        spelling: how messages name ``workers`` (the CLI passes its flags).
     """
     import bigvocab.models  # noqa: F401  (registers the models)
 
@@ -83,8 +90,10 @@ def new_run(
         meta["output_kwargs"]["tree"] = clustered_tree_from(tree_vectors, data.vocab).to_dict()
         meta["tree_vectors"] = str(Path(tree_vectors).resolve())
     built, _ = build_from_meta(meta)
-    trainer = Trainer(built, data.train, data.valid if validate else None, config, out_dir=out_dir, meta=meta,
-                      overwrite=overwrite)
+    chosen = trainer_class(built, config, workers, spelling)
+    trainer = chosen(built, data.train, data.valid if validate else None, config, out_dir=out_dir, meta=meta,
+                     overwrite=overwrite)
+    configure_engine(trainer, workers, data.vocab)
     return trainer, data
 
 
@@ -109,6 +118,7 @@ def resume_run(
     validate: bool = True,
     progress: bool = True,
     spelling: Mapping[str, str] = PYTHON_SPELLING,
+    workers: Optional[int] = None,
     **overrides: Any,
 ) -> tuple[Trainer, Corpus]:
     """A :class:`Trainer` that continues the run in ``out_dir`` from its ``last.pt``, and its corpus.
@@ -121,6 +131,7 @@ def resume_run(
             vocabulary stays the run's; the splits are cut from the files as they are now).
         spelling: how messages name ``corpus`` and ``allow_changed_corpus`` (keyword arguments by
             default; the CLI passes its flags).
+        workers: as for :func:`new_run` (not part of the run: a resumed run may use others).
         **overrides: the options that may change (``bigvocab.train.RESUME_OVERRIDES``).
     """
     out_dir = Path(out_dir)
@@ -136,8 +147,15 @@ def resume_run(
     if corpus is not None or allow_changed_corpus:  # later checkpoints describe the corpus as it is now
         meta.update(corpus=portable_spec(spec), corpus_fingerprint=corpus_fingerprint(spec))
     model, _ = build_from_meta(meta)
-    trainer = Trainer.resume(out_dir, model, data.train, data.valid if validate else None, checkpoint=checkpoint,
-                             **overrides)
+    # the class is chosen with the options the resumed run will have (device may change)
+    stored = checkpoint.get("config")
+    chosen = Trainer
+    if stored:  # without it Trainer.resume says what is missing
+        resumed = {**stored, **{name: value for name, value in overrides.items() if name in RESUME_OVERRIDES}}
+        chosen = trainer_class(model, TrainConfig.from_dict(resumed), workers, spelling)
+    trainer = chosen.resume(out_dir, model, data.train, data.valid if validate else None, checkpoint=checkpoint,
+                            **overrides)
+    configure_engine(trainer, workers, data.vocab)
     trainer.meta = meta
     return trainer, data
 
