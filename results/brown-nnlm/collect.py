@@ -1,16 +1,22 @@
 """Collect the runs of ``run.sh`` into the markdown table of ``README.md`` in this folder.
 
-Usage: python results/brown-nnlm/collect.py RUNS_DIR NAME [NAME ...] > table.md
+Usage: python results/brown-nnlm/collect.py [--reference PPL] RUNS_DIR NAME [NAME ...] > table.md
 
-Each NAME is a run ``RUNS_DIR/brown-nnlm-NAME`` written by ``run.sh``. The test perplexity and
-times come from its ``summary.json``; log Z statistics on the test split are computed here from
-its ``best.pt`` for the layers with a single softmax normaliser.
+Each NAME is a row: the runs ``RUNS_DIR/brown-nnlm-NAME-sSEED`` written by ``run.sh``, one per
+seed. A row shows the mean and the sample standard deviation over its seeds of the exact test
+perplexity, its ratio to the first row's mean (or to ``--reference``, e.g. a ``full`` figure from
+runs not at hand), the best validation perplexity and epoch, the
+epochs run and the training wall time (each as the mean, with the per-seed values where they
+help), and the exact log normaliser on the test split (mean ± std over the test contexts of the
+seed-0 run) for the layers with a single softmax normaliser.
 """
 from __future__ import annotations
 
+import argparse
 import json
-import sys
+import statistics
 from pathlib import Path
+from typing import Optional
 
 import torch
 
@@ -20,16 +26,36 @@ from bigvocab.errors import ConfigError
 from bigvocab.evaluate import log_normaliser_stats
 
 
-def main(runs: Path, names: list[str]) -> None:
+def mean_std(values: list[float], digits: int = 1) -> str:
+    """``mean ± std`` (sample std), or the single value with ``(1 seed)``."""
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f} (1 seed)"
+    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
+
+
+def describe(checkpoint: dict, summary: dict) -> str:
+    """The output layer and its options as the run's checkpoint records them."""
+    meta = checkpoint["meta"]
+    options = {k: v for k, v in meta["output_kwargs"].items() if not isinstance(v, dict)}
+    tree = meta.get("tree_vectors")
+    parts = [f"{k}={v}" for k, v in options.items()] + ([f"clustered from {Path(tree).parent.name}"] if tree else [])
+    return summary["output"] + (f" ({', '.join(parts)})" if parts else "")
+
+
+def main(runs: Path, names: list[str], reference: Optional[float] = None) -> None:
     torch.set_num_threads(1)
-    reference = None
     corpus = None
-    print("| run | output layer | test ppl | vs full | best valid ppl (epoch) | epochs | train s | test log Z mean ± std |")
-    print("|---|---|---|---|---|---|---|---|")
+    versus = "vs first row" if reference is None else f"vs {reference:g}"
+    print(f"| run | model | output layer | seeds | test ppl (mean ± std) | {versus} | "
+          "best valid ppl (epoch) per seed | epochs per seed | train s (mean) | test log Z mean ± std (seed 0) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name in names:
-        folder = runs / f"brown-nnlm-{name}"
-        summary = json.loads((folder / "summary.json").read_text())
-        model, vocab, checkpoint = load_model(folder / "best.pt")
+        folders = sorted(runs.glob(f"brown-nnlm-{name}-s*/summary.json"), key=lambda p: p.parent.name)
+        if not folders:
+            print(f"| {name} | | | 0 | not run | | | | | |")
+            continue
+        summaries = [json.loads(p.read_text()) for p in folders]
+        model, vocab, checkpoint = load_model(folders[0].parent / "best.pt")
         if corpus is None:
             corpus = load_corpus(checkpoint["meta"]["corpus"], vocab=vocab, progress=False)
         try:
@@ -37,19 +63,24 @@ def main(runs: Path, names: list[str]) -> None:
             log_z = f"{stats.mean:.2f} ± {stats.std:.2f}"
         except ConfigError:
             log_z = "n/a (no single Z)"
-        test = summary["test_ppl"]
-        reference = reference or test
-        options = {k: v for k, v in checkpoint["meta"]["output_kwargs"].items() if not isinstance(v, dict)}
-        tree = checkpoint["meta"].get("tree_vectors")
-        parts = [f"{k}={v}" for k, v in options.items()] + ([f"clustered from {Path(tree).parent.name}"] if tree else [])
-        shown = ", ".join(parts)
+        tests = [s["test_ppl"] for s in summaries]
+        reference = reference or statistics.mean(tests)
+        valid = ", ".join(f"{s['best_valid_ppl']:.1f} ({s['best_epoch']})" for s in summaries)
+        epochs = ", ".join(f"{s['epochs_completed']}{'*' if s.get('stopped_early') else ''}" for s in summaries)
+        seeds = ",".join(p.parent.name.rsplit("-s", 1)[1] for p in folders)
         print(
-            f"| {name} | {summary['output']}{' (' + shown + ')' if shown else ''} | {test:.1f} | "
-            f"{test / reference:.2f}x | {summary['best_valid_ppl']:.1f} ({summary['best_epoch']}) | "
-            f"{summary['epochs_completed']}{' (stopped early)' if summary.get('stopped_early') else ''} | "
-            f"{summary['train_seconds']:.0f} | {log_z} |"
+            f"| {name} | {checkpoint['meta']['model']} | {describe(checkpoint, summaries[0])} | {seeds} | "
+            f"{mean_std(tests)} | {statistics.mean(tests) / reference:.2f}x | {valid} | {epochs} | "
+            f"{statistics.mean(s['train_seconds'] for s in summaries):.0f} | {log_z} |"
         )
+    print()
+    print("Epochs marked * stopped early (no better validation perplexity for `--patience` epochs).")
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), sys.argv[2:])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reference", type=float, help="perplexity the 'vs' column divides by")
+    parser.add_argument("runs", type=Path)
+    parser.add_argument("names", nargs="+")
+    args = parser.parse_args()
+    main(args.runs, args.names, args.reference)

@@ -4,6 +4,7 @@ from bigvocab.errors import BigvocabError, CheckpointError, ConfigError, DataErr
 from bigvocab.factory import create_output, create_sampler, list_outputs, list_samplers
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.samplers.base import Sampler
+from bigvocab.word2vec import KeyedVectors, Word2Vec
 
 __version__ = "0.1.0"
 
@@ -12,10 +13,12 @@ __all__ = [
     "CheckpointError",
     "ConfigError",
     "DataError",
+    "KeyedVectors",
     "NonFiniteError",
     "OutputLayer",
     "Sampler",
     "UnknownNameError",
+    "Word2Vec",
     "create_output",
     "create_sampler",
     "list_outputs",

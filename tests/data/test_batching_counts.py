@@ -30,3 +30,20 @@ def test_models_count_their_batches(name, output, options):
     ids = torch.randint(0, 20, (97,), generator=torch.Generator().manual_seed(0))
     for train in (True, False):
         assert model.num_batches(ids, 8) == sum(1 for _ in model.batches(ids, 8, train=train))
+
+
+@pytest.mark.parametrize("name", ["skipgram", "cbow"])
+@pytest.mark.parametrize("num_ids, window", [(1, 3), (2, 3), (4, 3), (97, 3), (97, 1), (60, 5)])
+def test_word2vec_counts_its_batches(name, num_ids, window):
+    """Exact for evaluation; an upper bound for training, which shrinks windows and subsamples."""
+    model = build_model(name, 20, "neg", counts=[50 - i for i in range(20)],
+                        model_kwargs={"vector_size": 4, "window": window, "sample": 1e-2})
+    ids = torch.randint(0, 20, (num_ids,), generator=torch.Generator().manual_seed(0))
+    for batch_size in (1, 8):
+        if num_ids >= 2:
+            assert model.num_batches(ids, batch_size) == sum(1 for _ in model.batches(ids, batch_size, train=False))
+            for seed in range(3):
+                drawn = model.batches(ids, batch_size, train=True, generator=torch.Generator().manual_seed(seed))
+                assert sum(1 for _ in drawn) <= model.num_batches(ids, batch_size)
+        else:
+            assert model.num_batches(ids, batch_size) == 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -31,7 +32,15 @@ def environment() -> dict[str, str]:
 def start_cli(args: list[str], cwd: Path) -> subprocess.Popen:
     """``bigvocab ARGS`` in a subprocess of its own (signals go to it alone)."""
     return subprocess.Popen([sys.executable, "-m", "bigvocab.cli", *args], cwd=cwd, env=environment(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)
+
+
+def default_sigint() -> None:
+    """A shell runs background jobs with SIGINT ignored, and the trainer leaves an ignored signal
+    ignored: give the child the default a terminal user has, so the tests do not depend on how
+    pytest was started."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def finish(process: subprocess.Popen, timeout: float = 120) -> tuple[int, str, str]:

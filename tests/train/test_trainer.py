@@ -319,7 +319,17 @@ def test_max_steps_on_an_epoch_boundary_completes_the_epoch(make_model, corpus, 
 
 
 # ------------------------------------------------------------------------------ signals and the lock
+@pytest.fixture
+def default_sigint():
+    """A shell runs background jobs with SIGINT ignored, and the trainer leaves an ignored signal
+    ignored: restore the default a terminal user has for the test's duration."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 @pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.usefixtures("default_sigint")
 def test_signal_finishes_the_step_saves_and_resume_is_exact(number, make_model, corpus, tmp_path):
     """The model sends the signal to its own process in the middle of step 7's loss."""
     cfg = dict(optimizer="adam", lr=0.05, epochs=2, lr_schedule="exponential", log_every=1)

@@ -64,6 +64,8 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
         help="instead of the usual runs: each row's training step on one process and vocabulary-parallel "
         "on P local processes, per-rank peak memory and step time side by side (rows that can be split)",
     )
+    parser.add_argument("--word2vec", action="store_true",
+                        help="bigvocab.Word2Vec against gensim: words/s, and WS-353/SimLex/analogy with --brown")
 
 
 def config_from_args(args: argparse.Namespace) -> BenchConfig:
@@ -87,6 +89,11 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
 
 def main(args: argparse.Namespace) -> int:
     """Run ``bigvocab bench`` as parsed into ``args``; print the table and where the files are."""
+    if getattr(args, "word2vec", False):
+        from bigvocab.bench.word2vec import run_word2vec_bench
+
+        run_word2vec_bench(args.brown, args.out, args.repeats or 3)
+        return 0
     config = config_from_args(args)
     if getattr(args, "distributed", None) is not None:
         for path in run_distributed_bench(config, args.distributed, stream=sys.stdout):

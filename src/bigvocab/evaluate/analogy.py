@@ -36,6 +36,9 @@ class SectionResult:
     correct: int = 0
     total: int = 0
     skipped: int = 0
+    #: the questions answered (not skipped), lowercased, and whether each was answered right.
+    answered: list[Question] = field(default_factory=list)
+    answered_correct: list[bool] = field(default_factory=list)
 
     @property
     def accuracy(self) -> float:
@@ -130,24 +133,27 @@ def evaluate_analogies(
     result = AnalogyResult()
     for name, items in sections:
         section = SectionResult(name)
-        answerable = [tuple(table[w] for w in q) for q in items if all(w in table for w in q)]
+        section.answered = [q for q in items if all(w in table for w in q)]
+        answerable = [tuple(table[w] for w in q) for q in section.answered]
         section.skipped = len(items) - len(answerable)
         section.total = len(answerable)
         if answerable:
-            section.correct = _count_correct(unit, canonical, torch.tensor(answerable, dtype=torch.long))
+            right = _correct(unit, canonical, torch.tensor(answerable, dtype=torch.long))
+            section.answered_correct = right.tolist()
+            section.correct = int(right.sum())
         result.sections.append(section)
     return result
 
 
-def _count_correct(unit: torch.Tensor, canonical: torch.Tensor, questions: torch.Tensor) -> int:
-    """Questions (n, 4) of canonical rows whose 3CosAdd answer is the fourth word.
+def _correct(unit: torch.Tensor, canonical: torch.Tensor, questions: torch.Tensor) -> torch.Tensor:
+    """(n,) bool: which questions (n, 4) of canonical rows have the fourth word as 3CosAdd answer.
 
     ``unit`` (R, D) are unit rows; ``canonical`` (R,) maps each row to its spelling's row. The
     question words are excluded by writing -inf at their rows, and at the few other rows that
     spell them in another case.
     """
     aliases = torch.nonzero(canonical != torch.arange(canonical.numel())).squeeze(1)
-    correct = 0
+    correct = []
     for start in range(0, questions.shape[0], BLOCK):
         block = questions[start : start + BLOCK]
         a, b, c, d = block.unbind(1)
@@ -157,5 +163,5 @@ def _count_correct(unit: torch.Tensor, canonical: torch.Tensor, questions: torch
             alias_of = canonical[aliases]
             hit = (alias_of == a[:, None]) | (alias_of == b[:, None]) | (alias_of == c[:, None])
             scores[:, aliases] = scores[:, aliases].masked_fill(hit, -torch.inf)
-        correct += int((canonical[scores.argmax(dim=1)] == d).sum())
-    return correct
+        correct.append(canonical[scores.argmax(dim=1)] == d)
+    return torch.cat(correct)

@@ -80,8 +80,10 @@ class WordModel(nn.Module):
         raise NotImplementedError
 
     def num_batches(self, ids: Tensor, batch_size: int) -> Optional[int]:
-        """How many batches :meth:`batches` yields for ``ids`` (the same with ``train`` or not), or
-        None when that is only known by drawing them (progress bars then show no total)."""
+        """How many batches :meth:`batches` yields for ``ids`` (the same with ``train`` or not; a
+        model whose training draws how many examples it makes, as word2vec's subsampling, gives
+        the ``train=False`` count, which a training pass must not exceed), or None when that is
+        only known by drawing them (progress bars then show no total)."""
         return None
 
     def loss(self, batch: dict[str, Tensor]) -> Tensor:

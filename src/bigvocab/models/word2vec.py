@@ -17,6 +17,11 @@ Brown corpus gensim scores the same (within its seed-to-seed spread) on this str
 ``<unk>`` included, as on its own sentences. ``train=False`` uses the full window and no
 subsampling, so the examples are deterministic and each appears once.
 
+These models train on the torch path below with any output layer. With ``neg`` or ``hsm`` the
+compiled engine (:mod:`bigvocab.word2vec`) trains the same tensors by word2vec's own per-example
+updates, with sentences and threads, far faster; ``bigvocab train`` and ``bigvocab.Word2Vec`` use
+it where it applies.
+
 Skip-gram predicts each context word from the centre (the papers' formulation; word2vec.c
 predicts the centre from each context word, which gives the same pairs reversed).
 
@@ -48,6 +53,7 @@ from torch import Tensor, nn
 from bigvocab.data.batching import (
     check_stream,
     context_mask,
+    index_batch_count,
     rebatch,
     shrunk_radius,
     subsample,
@@ -61,6 +67,17 @@ from bigvocab.validation import check_positive_int
 
 #: Centre words turned into examples at a time (bounds the memory of one chunk).
 CENTRES_PER_CHUNK = 1 << 14
+
+#: skipgram and cbow train with gensim's defaults where the user gave no value (``bigvocab train``
+#: and :class:`bigvocab.Word2Vec` read them): negative sampling, alpha=0.025 decaying linearly to
+#: min_alpha=1e-4 by plain SGD (the models make lr a step per example, see above), 5 epochs,
+#: min_count=5, and no early stopping (the linear schedule assumes the whole run; word2vec keeps
+#: the last vectors). Names are those of ``TrainConfig`` / the CLI; patience 0 is "never".
+WORD2VEC_MODELS = ("skipgram", "cbow")
+WORD2VEC_DEFAULTS = {"output": "neg", "lr": 0.025, "lr_schedule": "linear", "min_lr": 1e-4, "optimizer": "sgd",
+                     "epochs": 5, "min_count": 5, "patience": 0}
+#: ... and a hierarchical softmax like word2vec's: node vectors (syn1) from zero, no bias.
+WORD2VEC_OUTPUT_DEFAULTS = {"hsm": {"bias": False, "zero_init": True}}
 
 
 @dataclass
@@ -142,6 +159,15 @@ class Word2Vec(LanguageModel):
         total = per_example.sum()
         return per_example.mean().detach() + (total - total.detach())
 
+    def num_batches(self, ids: Tensor, batch_size: int) -> int:
+        """Exact for ``train=False`` (every token, full windows). A training pass draws shrunk
+        windows over a subsampled stream, so it yields at most this many."""
+        return index_batch_count(self._full_examples(ids.numel()), batch_size)
+
+    def _full_examples(self, length: int) -> int:
+        """Examples of ``batches(train=False)`` over a stream of ``length`` tokens."""
+        raise NotImplementedError
+
     def _chunks(
         self, ids: Tensor, train: bool, generator: Optional[torch.Generator]
     ) -> Iterator[tuple[Tensor, Tensor, Tensor]]:
@@ -180,6 +206,13 @@ class SkipGram(Word2Vec):
         for centres, targets in rebatch(pairs, batch_size):
             yield {"centre": centres, "target": targets}
 
+    def _full_examples(self, length: int) -> int:
+        # each side of position i has min(i, w) / min(length - 1 - i, w) words: twice the sum of min(i, w)
+        window = self.config.window
+        if length <= window:
+            return length * (length - 1)
+        return window * (window - 1) + 2 * (length - window) * window
+
     def features(self, batch: dict[str, Tensor]) -> Tensor:
         """(N,) centre ids -> (N, vector_size)."""
         return self.embedding(batch["centre"])
@@ -202,6 +235,10 @@ class CBOW(Word2Vec):
         """One example per centre word that has at least one context word."""
         for context, used, centres in rebatch(self._with_context(ids, train, generator), batch_size):
             yield {"context": context, "mask": used, "target": centres}
+
+    def _full_examples(self, length: int) -> int:
+        # every centre of a stream of two or more tokens has a neighbour
+        return length if length >= 2 else 0
 
     def _with_context(
         self, ids: Tensor, train: bool, generator: Optional[torch.Generator]

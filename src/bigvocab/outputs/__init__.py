@@ -16,8 +16,9 @@ Adding a layer is one new file here plus its import line below:
 
 Decorate the class with ``@OUTPUTS.register("name")`` and declare what the rest of the package
 reads: ``variants``, ``sparse_grad``, ``topk_by_search``, ``eval_cache``, ``self_normalised``,
-``dense_logits``, and side inputs by naming ``counts`` / ``words`` / ``vectors`` as keywords. The
-factory, the contract tests, the models and the bench then pick it up with no other edit.
+``dense_logits``, ``engine_kind`` (word2vec's compiled update, :mod:`~bigvocab.outputs.engine`),
+and side inputs by naming ``counts`` / ``words`` / ``vectors`` as keywords. The factory, the
+contract tests, the models and the bench then pick it up with no other edit.
 """
 from bigvocab.outputs import scorers  # noqa: F401  (registers the scorers)
 from bigvocab.outputs import full  # noqa: F401  (registers)

@@ -15,7 +15,8 @@ from torch import Tensor, nn
 
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.cost import Cost
-from bigvocab.registry import keyword_options
+from bigvocab.outputs.engine import EngineTables
+from bigvocab.registry import OUTPUTS, keyword_options
 from bigvocab.validation import check_positive_int
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -59,6 +60,11 @@ class OutputLayer(nn.Module):
     #: gives each its own row and the contract suite tests each. Empty: the defaults are the one form.
     variants: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
 
+    #: The word2vec update that the compiled engine runs for this layer, ``"neg"`` or ``"hs"``, or
+    #: None (see :mod:`bigvocab.outputs.engine`); such a layer also writes ``engine_unsupported``
+    #: and ``_engine_tables``.
+    engine_kind: ClassVar[Optional[str]] = None
+
     def __init__(self, in_features: int, num_classes: int) -> None:
         super().__init__()
         self.in_features = check_positive_int("in_features", in_features)
@@ -88,6 +94,25 @@ class OutputLayer(nn.Module):
         """FLOPs and bytes of exact ``log_prob`` for the targets (N,), forward only; None when the
         layer has no cost model."""
         return None
+
+    def engine_unsupported(self) -> Optional[str]:
+        """Why word2vec's compiled engine cannot train this layer as built; None when it can."""
+        if self.engine_kind is not None:
+            return None
+        compiled = [name for name in OUTPUTS.names() if OUTPUTS.get(name).engine_kind is not None]
+        name = getattr(type(self), "registered_name", type(self).__name__)
+        return f"the engine trains {' and '.join(compiled)} layers, not {name!r}"
+
+    def engine_tables(self) -> EngineTables:
+        """What the compiled engine reads and updates in place (:mod:`bigvocab.outputs.engine`);
+        a :class:`ConfigError` saying why when :meth:`engine_unsupported` refuses."""
+        reason = self.engine_unsupported()
+        if reason is not None:
+            raise ConfigError(reason)
+        return self._engine_tables()
+
+    def _engine_tables(self) -> EngineTables:
+        raise NotImplementedError
 
     def element_size(self) -> int:
         """Bytes per number of the layer's parameters (its dtype's)."""

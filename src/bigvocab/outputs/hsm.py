@@ -33,6 +33,7 @@ from bigvocab.errors import ConfigError
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.outputs.functional import DEFAULT_CHUNK_ELEMENTS, gather_rows
 from bigvocab.outputs.cost import Cost, dot_cost, hidden_cost
+from bigvocab.outputs.engine import EngineTables
 from bigvocab.outputs.trees import Tree, build_tree, segment_ranges, walk_up
 from bigvocab.registry import OUTPUTS, TREES
 from bigvocab.validation import check_flag, check_positive_int
@@ -120,6 +121,7 @@ class HierarchicalSoftmax(OutputLayer):
     sparse_grad = True
     topk_by_search = True
     variants = {kind: {"tree": kind} for kind in TREES.names()}
+    engine_kind = "hs"
 
     def __init__(
         self,
@@ -165,6 +167,18 @@ class HierarchicalSoftmax(OutputLayer):
             nn.init.uniform_(self.weight, -bound, bound)
         if self.bias is not None:
             nn.init.zeros_(self.bias)
+
+    def engine_unsupported(self) -> Optional[str]:
+        """word2vec's hierarchical softmax: one sigmoid per node of a binary tree, no bias."""
+        if self.bias is not None:
+            return "the engine's output layers have no bias (word2vec's); this one has one"
+        return None if self.tree.is_binary else "the engine's hierarchical softmax needs a binary tree"
+
+    def _engine_tables(self) -> EngineTables:
+        offsets, nodes, codes = self.tree.paths()
+        # a binary node's one vector is row param_base[node]
+        rows = self._param_base.cpu()[nodes]
+        return EngineTables("hs", self.weight, path_offsets=offsets, path_rows=rows, path_codes=codes)
 
     # ------------------------------------------------------------------ the tree as buffers
     def _set_tree(self, tree: Tree) -> None:

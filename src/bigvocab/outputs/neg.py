@@ -19,12 +19,16 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from bigvocab.errors import ConfigError
+from bigvocab.outputs.engine import EngineTables
 from bigvocab.outputs.sampling import SamplerSpec, SamplingOutput, accidental_hits
+from bigvocab.outputs.scorers.linear import LinearScorer
 from bigvocab.registry import OUTPUTS
+from bigvocab.samplers.base import Sampler
 from bigvocab.validation import check_flag
 
 #: word2vec's ``ns_exponent``: negatives are drawn from the unigram distribution to this power.
@@ -52,6 +56,7 @@ class NegativeSampling(SamplingOutput):
     # word2vec draws negatives per pair; a language model can share them across the batch
     # (Jozefowicz et al. 2016), which turns N x k gathered rows into k.
     variants = {"per-example": {}, "shared": {"shared": True}}
+    engine_kind = "neg"
 
     def __init__(
         self,
@@ -104,6 +109,26 @@ class NegativeSampling(SamplingOutput):
             negative_loss = negative_loss.masked_fill(accidental_hits(target, negatives), 0.0)
         self._observe(target)
         return F.softplus(-target_logit) + negative_loss.sum(dim=1)
+
+    def engine_unsupported(self) -> Optional[str]:
+        """word2vec's update: free output rows without bias, k negatives drawn per example from a
+        fixed distribution, a negative equal to the target skipped."""
+        if not isinstance(self.scorer, LinearScorer):
+            return f"the engine updates free output rows (the linear scorer), not {type(self.scorer).__name__}'s"
+        if self.scorer.bias is not None:
+            return "the engine's output layers have no bias (word2vec's); this one has one"
+        if self.shared:
+            return "the engine draws negatives per example; shared=True is the torch path's"
+        if not self.remove_accidental_hits:
+            return "the engine skips a negative equal to the target, as word2vec; remove_accidental_hits=False is not"
+        if type(self.sampler).update is not Sampler.update:
+            return "the engine's noise distribution is fixed; this sampler adapts during training"
+        return None
+
+    def _engine_tables(self) -> EngineTables:
+        weight = self.scorer.weight
+        noise = self.sampler.log_q(torch.arange(self.num_classes, device=weight.device)).exp()
+        return EngineTables("neg", weight, num_samples=self.num_samples, noise=noise)
 
     def extra_repr(self) -> str:
         return (super().extra_repr() + f", remove_accidental_hits={self.remove_accidental_hits}"

@@ -31,9 +31,10 @@ from bigvocab.errors import ConfigError, DataError
 from bigvocab.evaluate.perplexity import perplexity
 from bigvocab.evaluate.vectors import load_word_vectors
 from bigvocab.registry import MODELS
-from bigvocab.train.config import TrainConfig
+from bigvocab.train.config import RESUME_OVERRIDES, TrainConfig
 from bigvocab.train.rundir import PYTHON_SPELLING
 from bigvocab.train.trainer import Trainer
+from bigvocab.word2vec.trainer import configure_engine, trainer_class
 
 PathLike = Union[str, os.PathLike]
 
@@ -53,6 +54,8 @@ def new_run(
     validate: bool = True,
     overwrite: bool = False,
     progress: bool = True,
+    workers: Optional[int] = None,
+    spelling: Mapping[str, str] = PYTHON_SPELLING,
     distributed: Optional[DistributedTraining] = None,
 ) -> tuple[Trainer, Corpus]:
     """A :class:`Trainer` for a fresh run of the registered ``model`` with the ``output`` layer on
@@ -63,8 +66,13 @@ def new_run(
             layer's ``tree`` (Mnih & Hinton 2008); the built tree, not the path, goes into the
             run's description, so evaluation and resume never need the file again.
         validate: measure validation perplexity after every epoch (best.pt, early stopping).
+        workers: threads of word2vec's compiled engine, which trains the run when it can
+            (:func:`bigvocab.word2vec.trainer.trainer_class`); None: one thread where it does,
+            and a run it cannot train stays on the torch path.
+        spelling: how messages name ``workers`` (the CLI passes its flags).
         distributed: this process's part in a torchrun launch
-            (:meth:`DistributedTraining.from_environment`), or None; every rank calls this.
+            (:meth:`DistributedTraining.from_environment`), or None; every rank calls this. The
+            engine is one process's threads, so such a run steps on the torch path.
     """
     import bigvocab.models  # noqa: F401  (registers the models)
 
@@ -87,9 +95,23 @@ def new_run(
         meta["output_kwargs"]["tree"] = clustered_tree_from(tree_vectors, data.vocab).to_dict()
         meta["tree_vectors"] = str(Path(tree_vectors).resolve())
     built, _ = build_from_meta(meta)
-    trainer = Trainer(built, data.train, data.valid if validate else None, config, out_dir=out_dir, meta=meta,
-                      overwrite=overwrite, distributed=distributed)
+    chosen = _trainer_class(built, config, workers, spelling, distributed)
+    trainer = chosen(built, data.train, data.valid if validate else None, config, out_dir=out_dir, meta=meta,
+                     overwrite=overwrite, distributed=distributed)
+    configure_engine(trainer, workers, data.vocab)
     return trainer, data
+
+
+def _trainer_class(model, config: TrainConfig, workers: Optional[int], spelling: Mapping[str, str],
+                   distributed: Optional[DistributedTraining]) -> type[Trainer]:
+    """:func:`~bigvocab.word2vec.trainer.trainer_class` in one process; the torch Trainer under
+    torchrun, where the engine (one process's threads) does not run."""
+    if distributed is None:
+        return trainer_class(model, config, workers, spelling)
+    if workers is not None:
+        raise ConfigError(f"{spelling['workers']} sets the threads of the word2vec engine, which does not run "
+                          "under torchrun; leave it out")
+    return Trainer
 
 
 def clustered_tree_from(path: PathLike, vocab: Vocab):
@@ -113,6 +135,7 @@ def resume_run(
     validate: bool = True,
     progress: bool = True,
     spelling: Mapping[str, str] = PYTHON_SPELLING,
+    workers: Optional[int] = None,
     distributed: Optional[DistributedTraining] = None,
     **overrides: Any,
 ) -> tuple[Trainer, Corpus]:
@@ -126,6 +149,7 @@ def resume_run(
             vocabulary stays the run's; the splits are cut from the files as they are now).
         spelling: how messages name ``corpus`` and ``allow_changed_corpus`` (keyword arguments by
             default; the CLI passes its flags).
+        workers: as for :func:`new_run` (not part of the run: a resumed run may use others).
         distributed: as for :func:`new_run`; the run may resume under another number of processes.
         **overrides: the options that may change (``bigvocab.train.RESUME_OVERRIDES``).
     """
@@ -142,8 +166,15 @@ def resume_run(
     if corpus is not None or allow_changed_corpus:  # later checkpoints describe the corpus as it is now
         meta.update(corpus=portable_spec(spec), corpus_fingerprint=corpus_fingerprint(spec))
     model, _ = build_from_meta(meta)
-    trainer = Trainer.resume(out_dir, model, data.train, data.valid if validate else None, checkpoint=checkpoint,
-                             distributed=distributed, progress=progress, **overrides)
+    # the class is chosen with the options the resumed run will have (device may change)
+    stored = checkpoint.get("config")
+    chosen = Trainer
+    if stored:  # without it Trainer.resume says what is missing
+        resumed = {**stored, **{name: value for name, value in overrides.items() if name in RESUME_OVERRIDES}}
+        chosen = _trainer_class(model, TrainConfig.from_dict(resumed), workers, spelling, distributed)
+    trainer = chosen.resume(out_dir, model, data.train, data.valid if validate else None, checkpoint=checkpoint,
+                            distributed=distributed, progress=progress, **overrides)
+    configure_engine(trainer, workers, data.vocab)
     trainer.meta = meta
     return trainer, data
 

@@ -36,10 +36,10 @@ LOCK_FILE = ".lock"
 
 #: How the options are spelled in messages: keyword arguments for Python callers...
 PYTHON_SPELLING = {"resume": "resume=True", "overwrite": "overwrite=True", "out": "out_dir", "corpus": "corpus",
-                   "allow_changed_corpus": "allow_changed_corpus=True"}
+                   "allow_changed_corpus": "allow_changed_corpus=True", "workers": "workers"}
 #: ... and flags for the command line.
 CLI_SPELLING = {"resume": "--resume", "overwrite": "--overwrite", "out": "--out", "corpus": "--corpus",
-                "allow_changed_corpus": "--allow-changed-corpus"}
+                "allow_changed_corpus": "--allow-changed-corpus", "workers": "--workers"}
 
 PathLike = Union[str, os.PathLike]
 

@@ -1,0 +1,168 @@
+"""gensim's data path: sentences or a ``corpus_file`` -> a vocabulary and a stream of word ids.
+
+The stream is what the engine reads: int32 word ids with -1 after each sentence, so windows stop
+at sentence ends. Words under ``min_count`` are dropped before the stream is written (word2vec.c
+and gensim), so a window reaches over them; with ``unk`` set they become that token instead.
+
+* ``sentences``: any re-iterable of lists of str; the stream is kept in memory (4 bytes a word).
+* ``corpus_file``: a text file, one sentence a line, words separated by whitespace (gensim's
+  ``LineSentence``); both passes read it line by line and the stream is written to a file that
+  is memory-mapped, so a corpus larger than memory streams from disk.
+"""
+from __future__ import annotations
+
+import os
+import types
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator, Optional, Sequence, Union
+
+import numpy as np
+
+from bigvocab.errors import ConfigError, DataError
+
+PathLike = Union[str, os.PathLike]
+#: Words encoded per write to a stream file.
+_BLOCK = 1 << 20
+
+
+@dataclass
+class VocabScan:
+    """What one pass over the corpus found: raw counts (in order of first appearance)."""
+
+    counts: Counter = field(default_factory=Counter)
+    sentences: int = 0
+    words: int = 0
+
+
+def _check_sentences(sentences: object) -> Iterable[Sequence[str]]:
+    if isinstance(sentences, (str, bytes)):
+        raise ConfigError("sentences must be an iterable of lists of words, got a string "
+                          "(for a text file, pass corpus_file=PATH)")
+    if isinstance(sentences, types.GeneratorType):
+        raise ConfigError("sentences is a generator, which can be read only once; training reads it again "
+                          "(pass a list, or an iterable whose __iter__ restarts)")
+    if not hasattr(sentences, "__iter__"):
+        raise ConfigError(f"sentences must be an iterable of lists of words, got {type(sentences).__name__}")
+    return sentences  # type: ignore[return-value]
+
+
+def iter_sentences(sentences: object) -> Iterator[Sequence[str]]:
+    """The sentences, each checked to be a list of words (not one string)."""
+    for sentence in _check_sentences(sentences):
+        if isinstance(sentence, (str, bytes)):
+            raise ConfigError("each sentence must be a list of words, got a string; split it first "
+                              f"(e.g. {str(sentence)[:30]!r}.split())")
+        yield sentence
+
+
+def iter_file(path: PathLike) -> Iterator[list[str]]:
+    """gensim's ``LineSentence``: one sentence a line, whitespace-separated words."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"corpus_file {str(path)!r} does not exist")
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            yield line.split()
+
+
+def scan(sentences: Iterable[Sequence[str]]) -> VocabScan:
+    found = VocabScan()
+    for sentence in sentences:
+        found.counts.update(sentence)
+        found.sentences += 1
+        found.words += len(sentence)
+    return found
+
+
+def keep_words(
+    found: VocabScan, min_count: int, max_final_vocab: Optional[int] = None, unk: Optional[str] = None
+) -> tuple[list[str], list[int]]:
+    """Words with at least ``min_count`` occurrences by descending count (ties in order of first
+    appearance, as gensim), at most ``max_final_vocab`` of them; with ``unk``, the dropped words'
+    occurrences are counted as that token. gensim's errors for an empty or fully filtered corpus."""
+    if not found.counts:
+        raise DataError("you must first build vocabulary before training the model: the corpus holds no words")
+    kept = [(w, c) for w, c in found.counts.items() if c >= min_count and w != unk]
+    kept.sort(key=lambda item: -item[1])
+    if max_final_vocab is not None:
+        kept = kept[:max_final_vocab]
+    if unk is not None:
+        dropped = found.words - sum(c for _, c in kept)
+        if dropped:
+            kept.append((unk, dropped))
+            kept.sort(key=lambda item: -item[1])
+    if not kept:
+        raise DataError(
+            f"you must first build vocabulary before training the model: no word occurs min_count={min_count} "
+            f"times (the most frequent occurs {max(found.counts.values())} times); lower min_count"
+        )
+    if len(kept) < 2:
+        raise DataError(f"the vocabulary has a single word ({kept[0][0]!r}); word2vec needs at least 2")
+    words, counts = zip(*kept)
+    return list(words), list(counts)
+
+
+#: Id of a word that is dropped from the stream (under min_count, or unseen without ``unk``).
+DROP = -2
+
+
+def encoding_index(found: VocabScan, words: Sequence[str], unk: Optional[str] = None) -> dict[str, int]:
+    """word -> id for every word seen in the scan: the kept words' ids, the others ``unk``'s id or
+    DROP. Knowing every word lets :func:`encode` map a sentence at C speed."""
+    index = dict.fromkeys(found.counts, words.index(unk) if unk is not None else DROP)
+    index.update((word, i) for i, word in enumerate(words))
+    return index
+
+
+def _encode_sentences(sentences: Iterable[Sequence[str]], index: dict[str, int], unseen: int) -> Iterator[list[int]]:
+    """Each sentence's ids, -1 appended; words absent from ``index`` get ``unseen``."""
+    lookup, get = index.__getitem__, index.get
+    for sentence in sentences:
+        try:
+            ids = list(map(lookup, sentence))
+        except KeyError:  # a word not in the scanned corpus
+            ids = [get(word, unseen) for word in sentence]
+        ids.append(-1)
+        yield ids
+
+
+def _finish(ids: list[int]) -> np.ndarray:
+    array = np.array(ids, dtype=np.int32)
+    return array[array != DROP]
+
+
+def encode(sentences: Iterable[Sequence[str]], index: dict[str, int], unseen: int = DROP) -> tuple[np.ndarray, int]:
+    """The in-memory stream (int32, -1 after each sentence) and its number of words."""
+    ids: list[int] = []
+    sentences_read = 0
+    for sentence in _encode_sentences(sentences, index, unseen):
+        ids.extend(sentence)
+        sentences_read += 1
+    stream = _finish(ids)
+    return stream, stream.shape[0] - sentences_read
+
+
+def encode_to_file(
+    sentences: Iterable[Sequence[str]], index: dict[str, int], path: PathLike, unseen: int = DROP
+) -> tuple[np.ndarray, int]:
+    """The stream written to ``path`` block by block and memory-mapped read-only, and its
+    number of words."""
+    block: list[int] = []
+    written = sentences_read = 0
+    with open(path, "wb") as handle:
+        for sentence in _encode_sentences(sentences, index, unseen):
+            block.extend(sentence)
+            sentences_read += 1
+            if len(block) >= _BLOCK:
+                part = _finish(block)
+                part.tofile(handle)
+                written += part.shape[0]
+                block = []
+        part = _finish(block)
+        part.tofile(handle)
+        written += part.shape[0]
+    if written == 0:
+        return np.zeros(0, dtype=np.int32), 0
+    return np.memmap(path, dtype=np.int32, mode="r", shape=(written,)), written - sentences_read

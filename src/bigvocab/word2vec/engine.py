@@ -1,0 +1,220 @@
+"""The compiled word2vec engine: which models it can train, and Hogwild! threads over a stream.
+
+The engine trains a bigvocab ``skipgram`` / ``cbow`` model in place: ``syn0`` and ``syn1`` are
+numpy views of ``model.embedding.weight`` and of the output layer's rows (its
+``engine_tables().rows``, e.g. ``neg``'s ``scorer.weight``), so after training the model is an
+ordinary bigvocab model (exact evaluation, checkpoints, export). It applies to the output layers
+that declare an ``engine_kind`` (:mod:`bigvocab.outputs.engine`): negative sampling over free rows
+without bias and any fixed noise distribution, and a hierarchical softmax over a binary tree
+without bias; any other layer trains on the torch path.
+
+Threads (Recht, Re, Wright & Niu 2011, "Hogwild!"): ``workers`` threads each train their own
+contiguous range of sentences, without locks; numba's ``nogil`` lets them run at once. The
+learning rate decays linearly with the words read by all threads together, from ``alpha`` at
+the first word of the run to ``min_alpha`` at the last (word2vec.c, gensim), and is updated every
+``chunk_words`` words.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from bigvocab.errors import ConfigError
+from bigvocab.samplers.alias import build_alias_table
+
+#: Words per engine call: the learning rate is constant within one (gensim's batch_words).
+CHUNK_WORDS = 10000
+
+
+@dataclass
+class EngineArrays:
+    """What the kernels read and write; ``syn0``/``syn1`` share memory with the model."""
+
+    syn0: np.ndarray
+    syn1: np.ndarray
+    hs: bool
+    negative: int
+    accept: np.ndarray
+    alias: np.ndarray
+    path_offsets: np.ndarray
+    path_rows: np.ndarray
+    path_codes: np.ndarray
+    keep_prob: np.ndarray
+    sg: bool
+    cbow_mean: bool
+    window: int
+
+
+def engine_unsupported(model) -> Optional[str]:
+    """Why the engine cannot train ``model`` (None when it can); the output layer says for itself
+    (:mod:`bigvocab.outputs.engine`)."""
+    name = model.model_name()
+    if name not in ("skipgram", "cbow"):
+        return f"the engine trains skipgram and cbow, not {name!r}"
+    return model.output.engine_unsupported()
+
+
+def _numpy_view(tensor: torch.Tensor) -> np.ndarray:
+    """The tensor's memory as a numpy array (no copy): the engine writes into the model."""
+    if tensor.device.type != "cpu" or tensor.dtype != torch.float32 or not tensor.is_contiguous():
+        raise ConfigError("the word2vec engine trains float32 CPU tensors; move the model to the CPU")
+    return tensor.detach().numpy()
+
+
+def _long(tensor: Optional[torch.Tensor]) -> np.ndarray:
+    return tensor.cpu().numpy().astype(np.int64) if tensor is not None else np.zeros(1, dtype=np.int64)
+
+
+def engine_arrays(model) -> EngineArrays:
+    """The model's tensors as numpy views, plus the noise table or the tree paths."""
+    reason = engine_unsupported(model)
+    if reason is not None:
+        raise ConfigError(reason)
+    tables = model.output.engine_tables()
+    vocab_size = model.vocab_size
+    accept, alias = np.ones(1), _long(None)
+    if tables.noise is not None:
+        accept_t, alias_t = build_alias_table(tables.noise.cpu())
+        accept, alias = accept_t.numpy(), _long(alias_t)
+    keep = model.keep_prob.cpu().numpy().astype(np.float64) if model.keep_prob is not None else np.ones(vocab_size)
+    return EngineArrays(
+        syn0=_numpy_view(model.embedding.weight), syn1=_numpy_view(tables.rows), hs=tables.kind == "hs",
+        negative=tables.num_samples, accept=accept, alias=alias, path_offsets=_long(tables.path_offsets),
+        path_rows=_long(tables.path_rows), path_codes=_long(tables.path_codes), keep_prob=keep,
+        sg=model.model_name() == "skipgram", cbow_mean=bool(getattr(model.config, "cbow_mean", True)),
+        window=model.config.window,
+    )
+
+
+def worker_ranges(stream: np.ndarray, workers: int) -> list[tuple[int, int]]:
+    """``workers`` contiguous ranges of ``stream`` of about equal length, cut after a sentence end
+    (-1) so that no sentence is split; a range may be empty."""
+    size = stream.shape[0]
+    cuts = [0]
+    for w in range(1, workers):
+        at = max(cuts[-1], size * w // workers)
+        while at < size and at > 0 and stream[at - 1] >= 0:
+            # look ahead for the next sentence end in blocks (the stream may be a memmap)
+            block = np.asarray(stream[at : at + 65536])
+            ends = np.flatnonzero(block < 0)
+            at = at + int(ends[0]) + 1 if ends.size else min(size, at + block.shape[0])
+        cuts.append(min(at, size))
+    cuts.append(size)
+    return list(zip(cuts[:-1], cuts[1:]))
+
+
+class _Scratch:
+    """One thread's work buffers."""
+
+    def __init__(self, arrays: EngineArrays, rng_seed: int) -> None:
+        from bigvocab.word2vec.kernels import MAX_SENTENCE  # numba loads on first use, not on import
+
+        size = arrays.syn0.shape[1]
+        span = 2 * arrays.window
+        self.sentence = np.empty(MAX_SENTENCE, dtype=np.int32)
+        self.context = np.empty(span, dtype=np.int32)
+        self.negatives = np.empty(arrays.negative, dtype=np.int64)
+        self.neu1 = np.empty((1, size), dtype=np.float32)
+        self.work = np.empty((1, size), dtype=np.float32)
+        self.grads = np.empty((span, size), dtype=np.float32)
+        self.dots = np.empty((span, arrays.negative + 1), dtype=np.float32)
+        self.rng = np.array([rng_seed], dtype=np.uint64)
+
+
+@dataclass
+class Schedule:
+    """Linear decay of the learning rate over ``total_words`` words (all epochs of the run)."""
+
+    alpha: float
+    min_alpha: float
+    total_words: int
+
+    def at(self, done: int) -> float:
+        progress = min(1.0, done / max(1, self.total_words))
+        return self.alpha - (self.alpha - self.min_alpha) * progress
+
+
+class _Counter:
+    """Words read (and kept) by all threads, under a lock: threads add a chunk's counts at a time."""
+
+    def __init__(self, start: int) -> None:
+        self.value = start
+        self.kept = 0
+        self._lock = threading.Lock()
+
+    def add(self, read: int, kept: int) -> None:
+        with self._lock:
+            self.value += read
+            self.kept += kept
+
+
+def _seed(seed: int, epoch: int, worker: int) -> int:
+    return (seed * 1_000_003 + epoch * 7919 + worker * 104729 + 1) % (1 << 63)
+
+
+def train_epoch(
+    arrays: EngineArrays,
+    stream: np.ndarray,
+    *,
+    schedule: Schedule,
+    words_before: int,
+    epoch: int,
+    workers: int = 1,
+    seed: int = 1,
+    shrink: bool = True,
+    shared: bool = False,
+    chunk_words: int = CHUNK_WORDS,
+    bar: Optional[tqdm] = None,
+) -> tuple[int, int]:
+    """One pass over ``stream`` (word ids, -1 after each sentence) with ``workers`` threads;
+    returns the words (read, kept by the subsampling). ``words_before`` words of the run were read by earlier epochs (they
+    set where the learning rate starts)."""
+    from bigvocab.word2vec.kernels import train_chunk
+
+    counter = _Counter(words_before)
+    errors: list[BaseException] = []
+
+    def work(worker: int, start: int, end: int) -> None:
+        scratch = _Scratch(arrays, _seed(seed, epoch, worker))
+        pos = start
+        try:
+            while pos < end:
+                alpha = schedule.at(counter.value)
+                pos, read, kept = train_chunk(
+                    stream, pos, end, chunk_words, arrays.keep_prob, arrays.syn0, arrays.syn1, arrays.sg,
+                    arrays.hs, shared, arrays.cbow_mean, arrays.window, shrink, arrays.accept, arrays.alias,
+                    arrays.path_offsets, arrays.path_rows, arrays.path_codes, alpha, scratch.rng, scratch.sentence,
+                    scratch.context, scratch.negatives, scratch.neu1, scratch.work, scratch.grads, scratch.dots,
+                )
+                counter.add(read, kept)
+        except BaseException as error:  # surfaced in the calling thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(w, *r), daemon=True)
+               for w, r in enumerate(worker_ranges(stream, workers))]
+    for thread in threads:
+        thread.start()
+    shown = words_before
+    for thread in threads:
+        while thread.is_alive():
+            thread.join(0.25)
+            if bar is not None:
+                bar.update(counter.value - shown)
+                shown = counter.value
+    if errors:
+        raise errors[0]
+    if bar is not None:
+        bar.update(counter.value - shown)
+    return counter.value - words_before, counter.kept
+
+
+def progress_bar(total_words: int, enabled: bool, desc: str = "word2vec") -> tqdm:
+    """A bar counted in words, which shows words/s and the ETA."""
+    return tqdm(total=total_words, unit="word", unit_scale=True, desc=desc, disable=not enabled, file=sys.stderr,
+                dynamic_ncols=True, mininterval=0.5, leave=False)

@@ -1,0 +1,273 @@
+"""word2vec's per-example SGD updates, compiled with numba (``nogil``, so threads run them at once).
+
+The arrays are numpy views of the bigvocab model's tensors (no copies):
+
+* ``syn0`` (V, H): the input embedding (``model.embedding.weight``);
+* ``syn1`` (R, H): the output layer's weight -- ``neg``: one row per word (word2vec's ``syn1neg``);
+  ``hsm``: one row per binary tree node (word2vec's ``syn1``).
+
+Every update is one SGD step of size ``alpha`` on one example's loss, taken in order, as in
+word2vec.c (Mikolov et al. 2013) and gensim: the output rows move first from the old input
+vector, and the input vector then moves by the error accumulated against the old output rows.
+With the torch models' losses (``bigvocab.models.word2vec``) that is ``param -= alpha * grad``
+for one example whose output rows are distinct (tests/word2vec/test_kernels.py), up to the
+sigmoid table's 1e-6 and word2vec's skip of saturated outputs (see :func:`step_size`).
+
+* negative sampling, label 1 for the target and 0 for k negatives drawn from the noise
+  distribution (a negative equal to the target is skipped, as word2vec does):
+  ``g = alpha (label - sigmoid(l1 . u))``.
+* hierarchical softmax along the target's Huffman path, ``label`` = the child position taken
+  (``hsm``'s convention: position 1 has probability sigmoid(h . u)):
+  ``g = alpha (label - sigmoid(l1 . u))``.
+
+Random numbers come from word2vec.c's linear congruential generator, one state per thread, so
+a single-thread run is reproducible for a seed.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_LCG_A = np.uint64(25214903917)
+_LCG_C = np.uint64(11)
+_SHIFT = np.uint64(16)
+_INV_2_48 = 1.0 / float(1 << 48)
+
+
+#: LLVM's fast-math flags minus "no NaN / no Inf" (so NaN checks keep working): reductions vectorise.
+#: Every kernel carries them, because numba-level inlining keeps the caller's flags.
+FAST = {"nsz", "arcp", "contract", "afn", "reassoc"}
+
+
+@njit(nogil=True, cache=True, fastmath=FAST, inline="always")
+def next_uniform(rng: np.ndarray) -> float:
+    """A uniform draw in [0, 1) from word2vec.c's LCG (its top 48 bits); advances ``rng[0]``."""
+    rng[0] = rng[0] * _LCG_A + _LCG_C
+    return float(rng[0] >> _SHIFT) * _INV_2_48
+
+
+@njit(nogil=True, cache=True, fastmath=FAST, inline="always")
+def draw_noise(accept: np.ndarray, alias: np.ndarray, rng: np.ndarray) -> int:
+    """One id from the alias table (Walker 1977) with one draw: its integer part times V picks
+    the bucket, its fractional part (still 48 - log2 V random bits) is the biased coin."""
+    scaled = next_uniform(rng) * accept.shape[0]
+    bucket = int(scaled)
+    if scaled - bucket < accept[bucket]:
+        return bucket
+    return alias[bucket]
+
+
+# Rows are addressed as (matrix, row) rather than as views ``m[row]``: a view costs a reference
+# count update, and all threads would update the same counter.
+@njit(nogil=True, cache=True, fastmath=FAST, inline="always")
+def dot(a: np.ndarray, i: int, b: np.ndarray, j: int) -> float:
+    """a[i] . b[j]."""
+    total = np.float32(0.0)
+    for k in range(a.shape[1]):
+        total += a[i, k] * b[j, k]
+    return total
+
+
+@njit(nogil=True, cache=True, fastmath=FAST, inline="always")
+def axpy(alpha: float, x: np.ndarray, i: int, y: np.ndarray, j: int) -> None:
+    """y[j] += alpha x[i]."""
+    a = np.float32(alpha)
+    for k in range(x.shape[1]):
+        y[j, k] += a * x[i, k]
+
+
+#: sigmoid is read from a table over [-MAX_EXP, MAX_EXP] with linear interpolation (error under
+#: 1e-6; word2vec.c and gensim read a 1000-entry table without interpolation), and is 0 or 1 beyond.
+MAX_EXP = 6.0
+_TABLE_SIZE = 1024
+_SCALE = _TABLE_SIZE / (2 * MAX_EXP)
+SIGMOID_TABLE = (1.0 / (1.0 + np.exp(-(np.arange(_TABLE_SIZE + 1) / _SCALE - MAX_EXP)))).astype(np.float32)
+
+
+@njit(nogil=True, cache=True, fastmath=FAST, inline="always")
+def sigmoid(f: float) -> float:
+    if f >= MAX_EXP:
+        return 1.0
+    if f <= -MAX_EXP:
+        return 0.0
+    x = (f + MAX_EXP) * _SCALE
+    i = int(x)
+    return SIGMOID_TABLE[i] + (x - i) * (SIGMOID_TABLE[i + 1] - SIGMOID_TABLE[i])
+
+
+@njit(nogil=True, cache=True, fastmath=FAST, inline="always")
+def step_size(f: float, label: float, alpha: float, hs: bool) -> float:
+    """``alpha (label - sigmoid(f))``, or 0 where word2vec.c skips the update: beyond MAX_EXP on
+    the label's side (the error is under 0.0025; for negative sampling word2vec.c's clipped
+    sigmoid gives exactly 0 there) and, for a tree node, beyond MAX_EXP on either side."""
+    if (label > 0.5 and f >= MAX_EXP) or (label < 0.5 and f <= -MAX_EXP):
+        return 0.0
+    if hs and (f >= MAX_EXP or f <= -MAX_EXP):
+        return 0.0
+    return (label - sigmoid(f)) * alpha
+
+
+@njit(nogil=True, cache=True, fastmath=FAST, inline="always")
+def output_step(l1, li, syn1, row, label, alpha, work, hs) -> None:
+    """One output row's SGD step for the input ``l1[li]``: ``work[0]`` gathers the input-side
+    error, the row moves."""
+    g = step_size(dot(l1, li, syn1, row), label, alpha, hs)
+    if g != 0.0:
+        axpy(g, syn1, row, work, 0)
+        axpy(g, l1, li, syn1, row)
+
+
+@njit(nogil=True, cache=True, fastmath=FAST, inline="always")
+def output_steps(l1, li, syn1, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work) -> None:
+    """The output side of one example; ``work`` (1, H) must start at zero. Negative sampling:
+    the target (label 1), then the negatives (label 0; one equal to the target is skipped).
+    Hierarchical softmax: every decision on the target's tree path, root first."""
+    if hs:
+        for d in range(path_offsets[target], path_offsets[target + 1]):
+            output_step(l1, li, syn1, path_rows[d], float(path_codes[d]), alpha, work, True)
+    else:
+        output_step(l1, li, syn1, target, 1.0, alpha, work, False)
+        for j in range(negatives.shape[0]):
+            if negatives[j] != target:
+                output_step(l1, li, syn1, negatives[j], 0.0, alpha, work, False)
+
+
+@njit(nogil=True, cache=True, fastmath=FAST, inline="always")
+def draw_negatives(accept, alias, rng, out) -> None:
+    for j in range(out.shape[0]):
+        out[j] = draw_noise(accept, alias, rng)
+
+
+@njit(nogil=True, cache=True, fastmath=FAST, inline="always")
+def sg_pair(syn0, syn1, source, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work) -> None:
+    """Skip-gram on one pair: ``syn0[source]`` predicts ``target``; ``work`` is (1, H) scratch."""
+    for k in range(work.shape[1]):
+        work[0, k] = 0.0
+    output_steps(syn0, source, syn1, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work)
+    axpy(1.0, work, 0, syn0, source)
+
+
+@njit(nogil=True, cache=True, fastmath=FAST, inline="always")
+def cbow_window(
+    syn0, syn1, context, count, target, cbow_mean, hs, path_offsets, path_rows, path_codes, negatives, alpha,
+    neu1, work,
+) -> None:
+    """CBOW on one window: the mean (or sum) of ``syn0[context[:count]]`` predicts ``target``.
+
+    Every context word receives the whole error of the mean (gensim's ``cbow_mean=1``) or
+    1/count of the error of the sum (``cbow_mean=0``), as word2vec.c and gensim do. ``neu1``
+    and ``work`` are (1, H) scratch.
+    """
+    neu1[0, :] = 0.0
+    for c in range(count):
+        axpy(1.0, syn0, context[c], neu1, 0)
+    scale = 1.0 / count
+    if cbow_mean:
+        for k in range(neu1.shape[1]):
+            neu1[0, k] *= scale
+    work[0, :] = 0.0
+    output_steps(neu1, 0, syn1, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work)
+    share = 1.0 if cbow_mean else scale
+    for c in range(count):
+        axpy(share, work, 0, syn0, context[c])
+
+
+@njit(nogil=True, cache=True, fastmath=FAST, inline="always")
+def sg_window_shared(syn0, syn1, context, count, target, negatives, alpha, grads, dots) -> None:
+    """HogBatch (Ji et al. 2016) on one window: the ``count`` context words all predict
+    ``target`` against ONE negative set, so the (count, k + 1) dot products form one small matrix
+    product and every update is computed from the window's old values before any is applied.
+
+    ``grads`` (>= count, H) and ``dots`` (>= count, k + 1) are scratch.
+    """
+    k = negatives.shape[0]
+    for c in range(count):
+        dots[c, 0] = step_size(dot(syn0, context[c], syn1, target), 1.0, alpha, False)
+        for j in range(k):
+            if negatives[j] == target:
+                dots[c, j + 1] = 0.0
+            else:
+                dots[c, j + 1] = step_size(dot(syn0, context[c], syn1, negatives[j]), 0.0, alpha, False)
+    for c in range(count):
+        grads[c, :] = 0.0
+        axpy(dots[c, 0], syn1, target, grads, c)
+        for j in range(k):
+            axpy(dots[c, j + 1], syn1, negatives[j], grads, c)
+    for c in range(count):
+        axpy(dots[c, 0], syn0, context[c], syn1, target)
+        for j in range(k):
+            axpy(dots[c, j + 1], syn0, context[c], syn1, negatives[j])
+    for c in range(count):
+        axpy(1.0, grads, c, syn0, context[c])
+
+
+#: word2vec.c's MAX_SENTENCE_LENGTH (gensim's too): longer sentences are cut into pieces this long.
+MAX_SENTENCE = 10000
+
+
+@njit(nogil=True, cache=True, fastmath=FAST)
+def train_sentence(
+    syn0, syn1, sentence, n, sg, hs, shared, cbow_mean, window, shrink, accept, alias, path_offsets, path_rows,
+    path_codes, alpha, rng, context, negatives, neu1, work, grads, dots,
+) -> None:
+    """Every centre of ``sentence[:n]`` in order, with word2vec's reduced window: a radius drawn
+    uniformly in 1..window (``shrink``) or always ``window``; windows stop at the sentence ends.
+    Skip-gram takes the pairs as word2vec.c and gensim do: each context word's input vector
+    predicts the centre."""
+    for i in range(n):
+        radius = window - int(next_uniform(rng) * window) if shrink else window
+        lo = max(0, i - radius)
+        hi = min(n, i + radius + 1)
+        count = 0
+        for j in range(lo, hi):
+            if j != i:
+                context[count] = sentence[j]
+                count += 1
+        if count == 0:
+            continue
+        centre = sentence[i]
+        if sg and shared and not hs:
+            draw_negatives(accept, alias, rng, negatives)
+            sg_window_shared(syn0, syn1, context, count, centre, negatives, alpha, grads, dots)
+        elif sg:
+            for c in range(count):
+                if not hs:
+                    draw_negatives(accept, alias, rng, negatives)
+                sg_pair(syn0, syn1, context[c], centre, hs, path_offsets, path_rows, path_codes, negatives, alpha, work)
+        else:
+            if not hs:
+                draw_negatives(accept, alias, rng, negatives)
+            cbow_window(syn0, syn1, context, count, centre, cbow_mean, hs, path_offsets, path_rows, path_codes,
+                        negatives, alpha, neu1, work)
+
+
+@njit(nogil=True, cache=True, fastmath=FAST)
+def train_chunk(
+    stream, start, end, min_words, keep_prob, syn0, syn1, sg, hs, shared, cbow_mean, window, shrink, accept, alias,
+    path_offsets, path_rows, path_codes, alpha, rng, sentence, context, negatives, neu1, work, grads, dots,
+):
+    """Train on the sentences of ``stream`` from ``start``, stopping at the first sentence end
+    after ``min_words`` words (or at ``end``). ``stream`` holds word ids with -1 after each
+    sentence. Frequent words are dropped first, each with probability 1 - ``keep_prob[w]``
+    (Mikolov et al. 2013), so windows reach over them. Returns (next position, words read,
+    words kept by the subsampling)."""
+    pos = start
+    read = 0
+    kept = 0
+    while pos < end and read < min_words:
+        n = 0
+        length = 0
+        while pos < end and stream[pos] >= 0 and length < MAX_SENTENCE:
+            w = stream[pos]
+            pos += 1
+            length += 1
+            if keep_prob[w] >= 1.0 or next_uniform(rng) < keep_prob[w]:
+                sentence[n] = w
+                n += 1
+        if pos < end and stream[pos] < 0:
+            pos += 1
+        read += length
+        kept += n
+        train_sentence(syn0, syn1, sentence, n, sg, hs, shared, cbow_mean, window, shrink, accept, alias,
+                       path_offsets, path_rows, path_codes, alpha, rng, context, negatives, neu1, work, grads, dots)
+    return pos, read, kept

@@ -1,0 +1,103 @@
+"""``EngineTrainer``: the :class:`~bigvocab.train.Trainer` whose epochs run on the compiled engine.
+
+:func:`bigvocab.train.experiment.new_run` (and so ``bigvocab train --model skipgram|cbow``) uses it
+when the engine applies (see :func:`engine_applies` and :func:`trainer_class`), so a run keeps everything the trainer gives: ``last.pt`` after every
+epoch, ``metrics.jsonl``, validation perplexity, resume from an epoch boundary, export. An epoch
+is one trainer step; the learning rate decays linearly with the words read, from ``lr`` to
+``min_lr`` over all epochs (word2vec's schedule). Sentences end at the ``</s>`` token when the
+vocabulary has one (windows stop there, and ``</s>`` is not trained as a word); other tokens,
+``<unk>`` included, are words as on the torch path.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Mapping, Optional
+
+import numpy as np
+import torch
+
+from bigvocab.errors import ConfigError
+from bigvocab.train import PYTHON_SPELLING, Trainer, TrainConfig
+from bigvocab.word2vec.engine import Schedule, engine_arrays, engine_unsupported, progress_bar, train_epoch
+
+#: Tokens whose loss is measured after an engine epoch (the engine itself computes no loss).
+LOSS_SAMPLE_TOKENS = 20000
+
+
+def engine_applies(model, config: TrainConfig) -> Optional[str]:
+    """Why the engine cannot run this training (None when it can): it needs a model and output
+    layer it compiles, the CPU, plain SGD on the linear schedule, and whole epochs."""
+    reason = engine_unsupported(model)
+    if reason is None and config.device != "cpu":
+        reason = "the engine runs on the CPU"
+    if reason is None and (config.optimizer != "sgd" or config.lr_schedule != "linear"):
+        reason = "the engine trains by SGD with the linear learning-rate schedule"
+    if reason is None and (config.max_steps or config.checkpoint_every or config.clip_norm):
+        reason = "max_steps, checkpoint_every and clip_norm act on the torch path's minibatch steps"
+    return reason
+
+
+class EngineTrainer(Trainer):
+    """A Trainer whose epochs are engine passes; set :attr:`workers` and :attr:`sentence_end`."""
+
+    #: Hogwild! threads.
+    workers: int = 1
+    #: The id that ends a sentence in the training ids (becomes the engine's -1), or None.
+    sentence_end: Optional[int] = None
+
+    def _count_steps(self) -> int:
+        return 1
+
+    def _stream(self) -> tuple[np.ndarray, int]:
+        stream = self.train_ids.cpu().numpy().astype(np.int32)
+        if self.sentence_end is not None:
+            stream[stream == self.sentence_end] = -1
+        return stream, int((stream >= 0).sum())
+
+    def _train_epoch(self) -> bool:
+        config = self.config
+        stream, words = self._stream()
+        schedule = Schedule(config.lr, config.min_lr, words * config.epochs)
+        self.schedule.at_step(self.step)  # the lr logged for the epoch: the one it starts with
+        self.model.train()
+        started = time.perf_counter()
+        with progress_bar(words, config.progress, desc=f"epoch {self.epoch + 1}/{config.epochs}") as bar:
+            read, _ = train_epoch(engine_arrays(self.model), stream, schedule=schedule, words_before=self.epoch * words,
+                                  epoch=self.epoch, workers=self.workers, seed=config.seed, bar=bar)
+        self._tokens_per_s = read / max(time.perf_counter() - started, 1e-9)
+        loss, targets = self._sampled_loss()
+        self.step += 1
+        self.step_in_epoch = 1
+        self.tokens += read
+        self.epoch_loss_sum, self.epoch_targets = loss * targets, targets
+        return True
+
+    @torch.no_grad()
+    def _sampled_loss(self) -> tuple[float, int]:
+        """The training loss after the epoch on the first tokens (the engine computes none)."""
+        total, count = 0.0, 0
+        ids = self.train_ids[:LOSS_SAMPLE_TOKENS]
+        for batch in self.model.batches(ids, max(self.config.batch_size, 1024), train=False):
+            total += float(self.model.loss(batch)) * int(batch["target"].numel())
+            count += int(batch["target"].numel())
+        return (total / count if count else 0.0), count
+
+
+def trainer_class(
+    model, config: TrainConfig, workers: Optional[int] = None, spelling: Mapping[str, str] = PYTHON_SPELLING
+) -> type[Trainer]:
+    """:class:`EngineTrainer` where the engine can train ``model`` under ``config``, else the torch
+    :class:`Trainer`; ``workers`` (engine threads) given for a run the engine cannot train is a
+    :class:`ConfigError` that says why (named as ``spelling`` writes it)."""
+    reason = engine_applies(model, config)
+    if reason is not None and workers is not None:
+        raise ConfigError(f"{spelling['workers']} sets the threads of the word2vec engine, which cannot train this "
+                          f"run: {reason}")
+    return Trainer if reason is not None else EngineTrainer
+
+
+def configure_engine(trainer: Trainer, workers: Optional[int], vocab: Any) -> None:
+    """Give an EngineTrainer its threads and the vocabulary's sentence end (no-op otherwise)."""
+    if isinstance(trainer, EngineTrainer):
+        trainer.workers = workers or 1
+        trainer.sentence_end = vocab.index("</s>") if "</s>" in vocab else None
