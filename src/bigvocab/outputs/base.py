@@ -83,14 +83,30 @@ class OutputLayer(nn.Module):
         flat_hidden, _, lead = self._flatten(hidden, None)
         return self._log_softmax(flat_hidden).reshape(*lead, self.num_classes)
 
-    def topk(self, hidden: Tensor, k: int) -> tuple[Tensor, Tensor]:
-        """The ``k`` most probable classes: (log-probs, ids), each of shape (..., k), best first."""
+    def topk(self, hidden: Tensor, k: int, *, index=None, normalise: bool = True) -> tuple[Tensor, Tensor]:
+        """The ``k`` most probable classes: (log-probs, ids), each of shape (..., k), best first.
+
+        With ``index`` (from :meth:`build_index`) the ids are an approximate search's, their
+        values exact; ``normalise=False`` then returns exact logits instead of log-probs, which
+        skips the full pass over V that log Z costs.
+        """
         check_positive_int("k", k)
         if k > self.num_classes:
             raise ConfigError(f"k={k} exceeds the number of classes ({self.num_classes})")
         flat_hidden, _, lead = self._flatten(hidden, None)
-        values, ids = self._topk(flat_hidden, k)
+        if index is None:
+            values, ids = self._topk(flat_hidden, k)
+        else:
+            values, ids = self._topk_indexed(flat_hidden, k, index, normalise)
         return values.reshape(*lead, k), ids.reshape(*lead, k)
+
+    # ------------------------------------------------------------------ approximate top-k (bigvocab.index)
+    def build_index(self, kind: Optional[str] = None, **options):
+        """An approximate top-k index over the layer's output rows (see :mod:`bigvocab.index`)."""
+        raise ConfigError(f"{type(self).__name__} has no (V, H) output matrix to index; build_index is for linear layers")
+
+    def _topk_indexed(self, hidden: Tensor, k: int, index, normalise: bool) -> tuple[Tensor, Tensor]:
+        raise ConfigError(f"{type(self).__name__} has no (V, H) output matrix to index; topk(index=) is for linear layers")
 
     def forward(self, hidden: Tensor, target: Tensor) -> Tensor:
         return self.loss(hidden, target)

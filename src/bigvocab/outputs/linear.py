@@ -99,5 +99,22 @@ class LinearOutput(OutputLayer):
     def _topk(self, hidden: Tensor, k: int) -> tuple[Tensor, Tensor]:
         return chunked_topk(hidden, self.weight, self.bias, k, max_chunk_elements=self.max_chunk_elements)
 
+    # ------------------------------------------------------------------ approximate top-k (bigvocab.index)
+    def build_index(self, kind: Optional[str] = None, **options):
+        """An index over the rows [W_w, b_w] for approximate top-k (see :mod:`bigvocab.index`;
+        ``kind`` defaults to ``bigvocab.index.DEFAULT_KIND``); it goes stale when the weights change (``topk`` then refuses it)."""
+        from bigvocab.index import DEFAULT_KIND, build_index
+
+        return build_index(self.weight, self.bias, kind=kind or DEFAULT_KIND, **options)
+
+    def _topk_indexed(self, hidden: Tensor, k: int, index, normalise: bool) -> tuple[Tensor, Tensor]:
+        index.check_fresh(self.weight, self.bias)
+        logits, ids = index.topk(hidden, self.weight, self.bias, k)
+        if not normalise:
+            return logits, ids
+        with torch.no_grad():  # exact log Z: one streamed pass over all V rows, O(N·V·H)
+            log_z, _ = self.log_normaliser(hidden, ids[:, 0])
+        return logits - log_z[:, None], ids
+
     def extra_repr(self) -> str:
         return super().extra_repr() + f", bias={self.bias is not None}"
