@@ -28,6 +28,13 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
         const="full",
         help="the long run: V up to 1M, bigger quality runs",
     )
+    mode.add_argument(
+        "--ann",
+        dest="bench_mode",
+        action="store_const",
+        const="ann",
+        help="approximate top-10 instead: recall and speed-up of each index kind at V = 1M (--outputs picks kinds)",
+    )
     parser.set_defaults(bench_mode="quick")
     parser.add_argument(
         "--outputs",
@@ -79,6 +86,10 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
 
 def main(args: argparse.Namespace) -> int:
     """Run ``bigvocab bench`` as parsed into ``args``; print the table and where the files are."""
+    if getattr(args, "bench_mode", None) == "ann":
+        from bigvocab.bench.ann import main as ann_main
+
+        return ann_main(args)
     config = config_from_args(args)
     results = run_bench(config, stream=sys.stdout)
     print(f"\nsummary ({results['wall_seconds']:.0f} s):\n{summary_table(results)}")

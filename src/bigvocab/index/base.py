@@ -58,6 +58,8 @@ class ApproxIndex:
     build_seconds: float = float("nan")
     versions: tuple = ()
     build_options: dict[str, Any] = {}
+    #: the bias scale of the lift (see :mod:`bigvocab.index.mips`).
+    beta: float = 1.0
 
     # ------------------------------------------------------------------ public
     def tune(self, **search_options: Any) -> "ApproxIndex":
@@ -97,7 +99,7 @@ class ApproxIndex:
         holds k distinct ids.
         """
         with torch.no_grad():
-            rows, ids = self._candidates(lift_queries(hidden), k)
+            rows, ids = self._candidates(lift_queries(hidden, self.beta), k)
             scores = (hidden[rows] * weight[ids].to(hidden.dtype)).sum(1)
             if bias is not None:
                 scores = scores + bias[ids].to(hidden.dtype)
@@ -145,7 +147,9 @@ def build_index(weight: Tensor, bias: Optional[Tensor] = None, *, kind: str, **o
     if bias is not None and tuple(bias.shape) != (weight.shape[0],):
         raise ConfigError(f"bias must be (V,) = ({weight.shape[0]},), got shape {tuple(bias.shape)}")
     start = time.perf_counter()
-    index = _build(INDEXES, kind, (lift_rows(weight, bias),), None, options)
+    rows, beta = lift_rows(weight, bias)
+    index = _build(INDEXES, kind, (rows,), None, options)
+    index.beta = beta
     index.build_seconds = time.perf_counter() - start
     index.kind = kind
     index.versions = tensor_versions(weight, bias)

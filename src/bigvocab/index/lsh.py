@@ -48,8 +48,8 @@ class SignProjectionLSH(ApproxIndex):
         self.projections = torch.randn(rows.shape[1], tables * bits, generator=generator)
         self._powers = 2 ** torch.arange(bits, dtype=torch.long)
         codes = torch.cat([self._codes(block)[0] for block in rows.split(_BUILD_BLOCK)])  # (V, tables)
-        self.sorted_codes, order = codes.t().contiguous().sort(dim=1)  # (tables, V) each
-        self.order = order.int()
+        sorted_codes, order = codes.t().sort(dim=1)  # (tables, V) each
+        self.sorted_codes, self.order = sorted_codes.contiguous(), order.int().contiguous()
         self._set_search_option("probes", probes)
 
     def _set_search_option(self, name: str, value: int) -> None:
