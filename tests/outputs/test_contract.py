@@ -22,6 +22,7 @@ VARIANTS: dict[str, list[dict]] = {
     "hsm": [{"tree": "huffman"}, {"tree": "balanced"}, {"tree": "random"}, {"tree": "class"}, {"tree": "clustered"}],
     "sampled": [{"shared": False}, {"remove_accidental_hits": False}],
     "nce": [{"normaliser": "learned"}],
+    "char": [{"constrained": False}, {"cell": "gru"}],
 }
 
 

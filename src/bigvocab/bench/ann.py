@@ -24,7 +24,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Optional, TextIO
+from typing import Any, Callable, Optional, TextIO
 
 import torch
 from torch import Tensor
@@ -38,18 +38,18 @@ from bigvocab.bench.timing import paired_timings
 
 #: (build options, list of search options) per kind: each build is searched at every point.
 SWEEPS: dict[str, list[tuple[dict, list[dict]]]] = {
-    "lsh": [
-        ({"bits": 16, "tables": 8}, [{"probes": 0}, {"probes": 2}, {"probes": 8}]),
-        ({"bits": 20, "tables": 16}, [{"probes": 0}, {"probes": 4}, {"probes": 12}]),
-        ({"bits": 24, "tables": 24}, [{"probes": 0}, {"probes": 8}]),
-    ],
     "faiss-ivf": [
         ({}, [{"nprobe": p, "candidates": 10} for p in (1, 2, 4, 8, 16, 32, 64, 128)] + [{"nprobe": 16, "candidates": 40}]),
     ],
-    "faiss-hnsw": [
-        ({"M": 16, "ef_construction": 40}, [{"ef_search": e, "candidates": 10} for e in (10, 20, 40, 80, 160, 320)]),
+    "lsh": [
+        ({"bits": 8, "tables": 16}, [{"probes": 0}, {"probes": 2}]),
+        ({"bits": 10, "tables": 32}, [{"probes": 0}, {"probes": 4}]),
+        ({"bits": 12, "tables": 32}, [{"probes": 0}, {"probes": 4}, {"probes": 8}]),
     ],
     "hnswlib": [
+        ({"M": 16, "ef_construction": 40}, [{"ef_search": e, "candidates": 10} for e in (10, 20, 40, 80, 160, 320)]),
+    ],
+    "faiss-hnsw": [
         ({"M": 16, "ef_construction": 40}, [{"ef_search": e, "candidates": 10} for e in (10, 20, 40, 80, 160, 320)]),
     ],
 }
@@ -119,8 +119,12 @@ def recall(found: Tensor, exact: Tensor) -> float:
     return float(hits) / exact.numel()
 
 
-def run_ann(config: AnnConfig, stream: Optional[TextIO] = None) -> dict[str, Any]:
-    """Measure every kind's sweep; returns the rows and what produced them."""
+def run_ann(
+    config: AnnConfig, stream: Optional[TextIO] = None, progress: Optional[Callable[[dict], None]] = None
+) -> dict[str, Any]:
+    """Measure every kind's sweep; returns the rows and what produced them. ``progress`` gets
+    each row as it is measured (the CLI appends it to ``rows.jsonl``, so a long run that is
+    stopped keeps what it measured)."""
     started = time.perf_counter()
     data = clustered_weights(config)
     layer = bigvocab.create_output("full", config.hidden, config.vocab_size).eval()
@@ -163,7 +167,9 @@ def run_ann(config: AnnConfig, stream: Optional[TextIO] = None) -> dict[str, Any
                     "fallbacks": index.last_fallbacks,
                 }
                 rows.append(row)
-                _log(stream, f"  {search}: recall@{k} {row['recall']:.3f}, {speedup(row['speedup'])}")
+                _log(stream, f"  {search}: recall@{k} {row['recall']:.3f}, {speedup(row['speedup'])}, fallbacks {row['fallbacks']}")
+                if progress is not None:
+                    progress(row)
             del index
     log_z = _time_log_z(layer, queries, config)
     return {
@@ -209,7 +215,8 @@ def report_markdown(results: dict[str, Any], command: str) -> str:
         f"Timing: {config['queries']} queries per call; each point is {config['repeats']} pairs (exact, index) "
         "taken back to back in alternating order; the speed-up is the median of the paired ratios (min-max in "
         "brackets). The index path is search + exact rescoring of the candidates, returning exact logits "
-        "(`normalise=False`).",
+        "(`normalise=False`). `fallbacks`: queries given fewer than k candidates, answered by the exact "
+        "top-k instead (their cost is in the timing, their ids in the recall).",
         "",
         "| kind | build options | search | recall@10 | speed-up | exact s | index s | build s | memory MiB | fallbacks |",
         "|---|---|---|---|---|---|---|---|---|---|",
@@ -246,10 +253,17 @@ def main(args) -> int:
         unknown = [kind for kind in config.kinds if kind not in SWEEPS]
         if unknown:
             raise bigvocab.ConfigError(f"--outputs with --ann takes index kinds {', '.join(SWEEPS)}, got {', '.join(unknown)}")
-    results = run_ann(config, stream=sys.stdout)
+    config.out.mkdir(parents=True, exist_ok=True)
+    partial = config.out / "rows.jsonl"
+    partial.write_text("")
+
+    def append(row: dict) -> None:
+        with partial.open("a") as handle:
+            handle.write(json.dumps(row) + "\n")
+
+    results = run_ann(config, stream=sys.stdout, progress=append)
     command = "bigvocab bench --ann " + " ".join(sys.argv[sys.argv.index("--ann") + 1 :] if "--ann" in sys.argv else [])
     markdown = report_markdown(results, command.strip())
-    config.out.mkdir(parents=True, exist_ok=True)
     (config.out / "report.md").write_text(markdown)
     (config.out / "results.json").write_text(json.dumps(results, indent=1, default=str))
     print(markdown)

@@ -100,7 +100,14 @@ class ApproxIndex:
         """
         with torch.no_grad():
             rows, ids = self._candidates(lift_queries(hidden, self.beta), k)
-            scores = (hidden[rows] * weight[ids].to(hidden.dtype)).sum(1)
+            # Pairs in blocks, so that the gathered (pairs, H) rows stay memory-bounded.
+            block = max(1, (1 << 22) // hidden.shape[1])
+            scores = torch.cat(
+                [
+                    (hidden[r] * weight[i].to(hidden.dtype)).sum(1)
+                    for r, i in zip(rows.split(block), ids.split(block))
+                ]
+            ) if rows.numel() else hidden.new_empty(0)
             if bias is not None:
                 scores = scores + bias[ids].to(hidden.dtype)
             values, best_ids, counts = ragged_topk(rows, ids, scores, hidden.shape[0], k)

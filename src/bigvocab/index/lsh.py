@@ -70,7 +70,7 @@ class SignProjectionLSH(ApproxIndex):
         num_queries, tables, per_table = wanted.shape
         query_rows, ids = [], []
         for table in range(tables):
-            flat = wanted[:, table].reshape(-1)
+            flat = wanted[:, table].reshape(-1).contiguous()
             low = torch.searchsorted(self.sorted_codes[table], flat, side="left")
             high = torch.searchsorted(self.sorted_codes[table], flat, side="right")
             sizes = high - low

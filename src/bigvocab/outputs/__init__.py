@@ -11,6 +11,7 @@ from bigvocab.outputs import nce  # noqa: F401  (registers)
 from bigvocab.outputs import neg  # noqa: F401  (registers)
 from bigvocab.outputs import selfnorm  # noqa: F401  (registers)
 from bigvocab.outputs import infreq  # noqa: F401  (registers)
+from bigvocab.outputs import char  # noqa: F401  (registers)
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.outputs.linear import LinearOutput
 
