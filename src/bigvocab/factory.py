@@ -2,67 +2,81 @@
 
 A misspelt keyword (``num_sample=``) or one the method does not take gets a :class:`ConfigError`
 naming the method's real options, instead of Python's bare ``unexpected keyword argument``.
-``counts`` is passed only to the methods that read it, so callers can give it to every layer.
+
+Side inputs -- ``counts`` (training frequencies), ``words`` (the vocabulary strings) and
+``vectors`` (a (V, D) tensor) -- may be given for any layer; each is passed only to the layers
+that declare it (:meth:`~bigvocab.outputs.base.OutputLayer.side_inputs`), so a caller that has
+them passes them always and never needs to know which layer reads what.
 """
 from __future__ import annotations
 
 import difflib
-import inspect
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Mapping, Optional
 
 from bigvocab.errors import ConfigError
-from bigvocab.registry import OUTPUTS, SAMPLERS, Registry
+from bigvocab.registry import OUTPUTS, SAMPLERS, SCORERS, Registry, keyword_options
 
 
-def _keyword_options(factory: Callable[..., Any]) -> Optional[set[str]]:
-    """Keyword names ``factory`` accepts, or None when it takes ``**kwargs``."""
-    params = inspect.signature(factory).parameters.values()
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
-        return None
-    return {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
-
-
-def _build(registry: Registry, name: str, args: tuple, counts: Optional[Sequence[int]], kwargs: dict) -> Any:
+def _build(registry: Registry, name: str, args: tuple, side: Mapping[str, Any], kwargs: dict) -> Any:
     factory = registry.get(name)
-    options = _keyword_options(factory)
+    declared = getattr(factory, "accepted_options", None)
+    options = declared(kwargs) if declared is not None else keyword_options(factory)
     if options is not None:
-        positional = set(list(inspect.signature(factory).parameters)[: len(args)])
+        positional = {"in_features", "num_classes"}
         for key in kwargs:
             if key not in options or key in positional:
-                valid = sorted(options - positional - {"counts"})
+                valid = sorted(options - positional - set(side))
                 close = difflib.get_close_matches(key, valid, n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else ""
                 raise ConfigError(
                     f"{registry.kind} {name!r} does not take {key!r}{hint} "
                     f"(options: {', '.join(valid) or 'none'})"
                 )
-    if counts is not None and (options is None or "counts" in options):
-        kwargs = {**kwargs, "counts": counts}
-    return factory(*args, **kwargs)
+    given = {key: value for key, value in side.items() if value is not None and (options is None or key in options)}
+    return factory(*args, **kwargs, **given)
 
 
-def create_output(name: str, in_features: int, num_classes: int, *, counts=None, **kwargs: Any):
+def create_output(
+    name: str, in_features: int, num_classes: int, *, counts=None, words=None, vectors=None, **kwargs: Any
+):
     """Build the registered output layer ``name`` (see :func:`list_outputs`).
 
     Args:
         name: e.g. ``"full"``, ``"hsm"``, ``"sampled"``.
         in_features: H, the size of the hidden state fed to the layer.
         num_classes: V, the vocabulary size.
-        counts: training frequencies of the classes, ids sorted by descending frequency; given
-            only to the layers that use them (Huffman trees, unigram samplers, frequency bands).
-        **kwargs: the layer's own options (``num_samples``, ``sampler``, ``tree``, ``cutoffs``...).
+        counts: training frequencies of the classes, ids sorted by descending frequency (Huffman
+            trees, unigram samplers, frequency bands).
+        words: the V vocabulary strings (the ``cnn`` scorer spells them).
+        vectors: (V, D) word vectors (hsm's ``clustered`` tree).
+        **kwargs: the layer's own options (``num_samples``, ``sampler``, ``tree``, ``cutoffs``,
+            ``scorer``...).
+
+    ``counts``, ``words`` and ``vectors`` go only to the layers that read them.
     """
-    return _build(OUTPUTS, name, (in_features, num_classes), counts, kwargs)
+    side = {"counts": counts, "words": words, "vectors": vectors}
+    return _build(OUTPUTS, name, (in_features, num_classes), side, kwargs)
+
+
+def output_side_inputs(name: str, **options: Any) -> frozenset[str]:
+    """Which side inputs (``counts``, ``words``, ``vectors``) the layer ``name`` built with
+    ``options`` reads: for a caller whose side inputs are dear to compute (word vectors)."""
+    return OUTPUTS.get(name).side_inputs(options)
 
 
 def create_sampler(name: str, num_classes: int, *, counts=None, **kwargs: Any):
     """Build the registered sampler ``name`` (see :func:`list_samplers`)."""
-    return _build(SAMPLERS, name, (num_classes,), counts, kwargs)
+    return _build(SAMPLERS, name, (num_classes,), {"counts": counts}, kwargs)
 
 
 def list_outputs() -> list[str]:
     """Names of the registered output layers."""
     return OUTPUTS.names()
+
+
+def list_scorers() -> list[str]:
+    """Names of the registered scorers (``scorer=`` of the objective-based layers)."""
+    return SCORERS.names()
 
 
 def list_samplers() -> list[str]:

@@ -1,4 +1,4 @@
-"""Name -> constructor registries for output layers, samplers and models.
+"""Name -> constructor registries for output layers, scorers, samplers and models.
 
 A layer becomes usable from Python, the CLI, the contract tests and the benchmark the moment it is
 decorated with ``@OUTPUTS.register("name")``; nothing else needs to know it exists.
@@ -6,7 +6,8 @@ decorated with ``@OUTPUTS.register("name")``; nothing else needs to know it exis
 from __future__ import annotations
 
 import difflib
-from typing import Any, Callable, Generic, TypeVar
+import inspect
+from typing import Any, Callable, Generic, Optional, TypeVar
 
 from bigvocab.errors import UnknownNameError
 
@@ -57,6 +58,16 @@ def unknown_name_message(kind: str, name: str, valid: list[str]) -> str:
     return f"unknown {kind} {name!r}{hint} (valid: {', '.join(valid)})"
 
 
+def keyword_options(factory: Callable[..., Any]) -> Optional[set[str]]:
+    """Keyword names ``factory`` accepts (a class: its constructor's), or None when it takes
+    ``**kwargs``."""
+    params = inspect.signature(factory).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return None
+    return {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+
+
 OUTPUTS: Registry = Registry("output layer")
+SCORERS: Registry = Registry("scorer")
 SAMPLERS: Registry = Registry("sampler")
 MODELS: Registry = Registry("model")

@@ -13,6 +13,14 @@ def check_positive_int(name: str, value: object) -> int:
     return value
 
 
+def check_flag(name: str, value: object) -> bool:
+    """``value`` if it is a bool, or a :class:`ConfigError` naming the argument (1 and 0 are
+    refused: a flag given a number is usually a misplaced option)."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
 def check_nonnegative_int(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")

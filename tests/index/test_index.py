@@ -11,7 +11,7 @@ import bigvocab
 from bigvocab.errors import ConfigError, UnknownNameError
 from bigvocab.index import StaleIndexError, build_index, list_index_kinds
 from bigvocab.index.ragged import ragged_topk
-from bigvocab.outputs import LinearOutput
+from bigvocab.factory import output_side_inputs
 
 KINDS = list_index_kinds()
 #: Small-V settings under which each kind searches enough to be sure on the clustered rows below.
@@ -19,7 +19,7 @@ SMALL = {"lsh": {"bits": 8, "tables": 8}, "faiss-ivf": {"nlist": 16, "nprobe": 4
 V, H, GROUP = 600, 16, 5
 
 
-def _clustered_layer(dtype=torch.float64) -> tuple[LinearOutput, torch.Tensor]:
+def _clustered_layer(dtype=torch.float64) -> tuple[bigvocab.OutputLayer, torch.Tensor]:
     """A ``full`` layer whose rows are V / GROUP tight groups of GROUP near-copies of a random unit
     direction, and queries 10x the directions of some groups: the top-GROUP of each query is its own
     group (score ~10 against at most ~10·cos of two random directions in 16-d, about 7), so any
@@ -103,21 +103,22 @@ def test_reading_the_weights_does_not_make_it_stale():
     assert not index.is_stale(layer.weight, layer.bias)
 
 
-def test_every_linear_layer_takes_an_index():
-    """Every registered layer with a (V, H) output matrix supports the index, exactly; the others
-    say they have none."""
+def test_every_layer_with_free_rows_takes_an_index():
+    """Every registered layer with a free (V, H) output matrix supports the index, exactly; the
+    others say they have none."""
     counts = [1000 // (i + 1) + 1 for i in range(37)]
     words = [f"w{i}" for i in range(37)]
     hidden = torch.randn(4, 6, dtype=torch.float64)
     covered = 0
     for name in bigvocab.list_outputs():
+        side = {"words": words} if "words" in output_side_inputs(name) else {}
+        layer = bigvocab.create_output(name, 6, 37, counts=counts, **side).double()
         try:
-            layer = bigvocab.create_output(name, 6, 37, counts=counts, words=words).double()
-        except ConfigError:  # a layer that takes no words
-            layer = bigvocab.create_output(name, 6, 37, counts=counts).double()
-        if not isinstance(layer, LinearOutput):
-            with pytest.raises(ConfigError, match="no \\(V, H\\) output matrix"):
-                layer.build_index()
+            index = layer.build_index()
+        except ConfigError as error:
+            assert "no free (V, H) output matrix" in str(error)
+            with pytest.raises(ConfigError, match="no free"):
+                layer.topk(hidden, 3, index=object())
             continue
         covered += 1
         with torch.no_grad():

@@ -8,7 +8,6 @@ import torch
 
 import bigvocab
 from bigvocab.errors import ConfigError
-from bigvocab.factory import _keyword_options
 from bigvocab.models import build_model
 from bigvocab.registry import OUTPUTS
 
@@ -24,7 +23,7 @@ MODELS = {
 
 
 def _output_kwargs(name: str) -> dict:
-    options = _keyword_options(OUTPUTS.get(name))
+    options = OUTPUTS.get(name).accepted_options({})
     return {"num_samples": 3} if options is None or "num_samples" in options else {}
 
 
@@ -58,10 +57,10 @@ def _tied_lstm(output: str, sparse: bool):
 
 @pytest.mark.parametrize("output", bigvocab.list_outputs())
 def test_lstm_ties_when_the_layer_can(output):
-    layer = OUTPUTS.get(output)
+    layer = bigvocab.create_output(output, MODELS["lstm"]["embedding_dim"], V, counts=COUNTS, words=WORDS)
     sparse = bool(layer.sparse_grad)
     if not callable(getattr(layer, "tie_weights", None)):
-        with pytest.raises(ConfigError, match=f"{layer.__name__} cannot share its weight"):
+        with pytest.raises(ConfigError, match=f"{type(layer).__name__} cannot share its weight"):
             _tied_lstm(output, sparse)
         return
     model = _tied_lstm(output, sparse)

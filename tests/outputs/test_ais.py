@@ -101,11 +101,15 @@ def test_flat_model_and_flat_proposal_need_one_block():
     assert layer.last_num_samples == 8 and layer.last_ess == pytest.approx(8)
 
 
-def test_context_is_used_for_one_call_and_checked():
+def test_context_is_passed_to_the_objective_and_checked():
     layer = fitted_layer(num_samples=4)
     hidden, target = torch.randn(N, H), torch.randint(0, V, (N,))
-    layer.loss(hidden, target, context=torch.arange(N))
-    assert layer.loss_context is None
+    seen = []
+    proposal = layer.sampler.log_q
+    layer.sampler.log_q = lambda ids, *, context=None: seen.append(context) or proposal(ids, context=context)
+    context = torch.arange(N)
+    layer.loss(hidden.unsqueeze(0), target.unsqueeze(0), context=context.unsqueeze(0))  # (1, N) -> flat (N,)
+    assert seen and all(torch.equal(c, context) for c in seen)
     with pytest.raises(ValueError, match="context shape"):
         layer.loss(hidden, target, context=torch.arange(N + 1))
     with pytest.raises(ValueError, match="context id"):

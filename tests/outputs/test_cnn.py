@@ -19,9 +19,9 @@ WORDS = ["the", "of", "a", "cat", "cats", "dog", "dogs", "run", "ran", "running"
 SMALL = {"char_dim": 4, "filters": ((1, 3), (2, 3), (4, 2)), "highway_layers": 1}
 
 
-def _layer(**options) -> bigvocab.OutputLayer:
+def _layer(name: str = "cnn", **options) -> bigvocab.OutputLayer:
     torch.manual_seed(0)
-    layer = bigvocab.create_output("cnn", H, V, words=WORDS, **{**SMALL, **options}).double()
+    layer = bigvocab.create_output(name, H, V, words=WORDS, **{**SMALL, **options}).double()
     with torch.no_grad():
         for param in layer.parameters():
             param.add_(torch.randn_like(param) * 0.3)
@@ -44,7 +44,7 @@ def _word_by_word(layer) -> torch.Tensor:
 @pytest.mark.parametrize("correction_dim", [0, 3])
 @pytest.mark.parametrize("bias", [True, False])
 def test_exact_loss_matches_word_by_word_softmax(correction_dim, bias):
-    layer = _layer(correction_dim=correction_dim, bias=bias, num_samples=None)
+    layer = _layer("full", scorer="cnn", correction_dim=correction_dim, bias=bias)
     assert not layer.sparse_grad
     hidden = torch.randn(5, H, dtype=torch.float64, requires_grad=True)
     target = torch.tensor([0, 23, 9, 11, 12])
@@ -150,9 +150,11 @@ def test_parameters_grow_with_the_correction_not_with_h():
     assert count(full) == V * H + V
 
 
-def test_large_num_samples_means_the_exact_loss():
-    assert _layer(num_samples=V - 1).num_samples is None
+def test_num_samples_is_checked_like_every_sampling_layer():
     assert _layer(num_samples=3).num_samples == 3
+    assert _layer(num_samples=None).num_samples == V - 1  # the default 1024, capped at V - 1
+    with pytest.raises(BigvocabError, match="smaller than the number of classes"):
+        _layer(num_samples=V)
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,6 @@
-"""The OutputLayer contract, run over every registered layer (timm-style: a layer is tested the
-moment it is registered).
+"""The OutputLayer contract, run over every registered layer and every (objective, scorer) pair
+the objective-based layers allow (timm-style: a layer or scorer is tested the moment it is
+registered).
 
 On a small vocabulary, in float64, each layer must give a normalised ``log_softmax``, a
 ``log_prob`` equal to it gathered (values and gradients), an exact ``topk``, a finite
@@ -12,7 +13,7 @@ import pytest
 import torch
 
 import bigvocab
-from bigvocab.factory import _keyword_options
+from bigvocab.factory import list_scorers
 
 V, H = 37, 6
 
@@ -26,17 +27,30 @@ VARIANTS: dict[str, list[dict]] = {
 }
 
 
+#: Small CharCNN so that the cnn scorer's cases run in milliseconds.
+SMALL_CNN = {"char_dim": 4, "filters": ((1, 3), (2, 3), (3, 2)), "correction_dim": 3}
+
+
+def _scorer_options(scorer: str) -> dict:
+    return {"scorer": scorer, **(SMALL_CNN if scorer == "cnn" else {})}
+
+
 def _cases() -> list[tuple[str, dict]]:
     cases = []
     for name in bigvocab.list_outputs():
-        cases.append((name, {}))
-        cases.extend((name, options) for options in VARIANTS.get(name, []))
+        layer_class = bigvocab.registry.OUTPUTS.get(name)
+        default = getattr(layer_class, "default_scorer", None)
+        small = SMALL_CNN if default == "cnn" else {}
+        cases.append((name, small))
+        cases.extend((name, {**small, **options}) for options in VARIANTS.get(name, []))
+        if "scorer" in layer_class.accepted_options({}):
+            cases.extend((name, _scorer_options(s)) for s in list_scorers() if s != default)
     return cases
 
 
 def _case_id(case) -> str:
     name, options = case
-    return name + "".join(f"[{k}={v}]" for k, v in options.items())
+    return name + "".join(f"[{k}={v}]" for k, v in options.items() if k not in SMALL_CNN)
 
 
 def _side_data() -> dict:
@@ -51,11 +65,8 @@ def _side_data() -> dict:
 
 
 def build(name: str, options: dict) -> bigvocab.OutputLayer:
-    factory_options = _keyword_options(bigvocab.registry.OUTPUTS.get(name))
-    extra = {k: v for k, v in _side_data().items() if k != "counts" and (factory_options is None or k in factory_options)}
     torch.manual_seed(3)
-    layer = bigvocab.create_output(name, H, V, counts=_side_data()["counts"], **extra, **options)
-    return layer.double()
+    return bigvocab.create_output(name, H, V, **_side_data(), **options).double()
 
 
 @pytest.fixture(params=_cases(), ids=_case_id)

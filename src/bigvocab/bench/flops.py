@@ -61,14 +61,8 @@ def _tree(layer: OutputLayer, target: Tensor) -> float:
     tree): a row scores the decision vectors of the nodes on its target's path -- one per binary
     node, arity - 1 per n-ary node: 6·H·Σ_rows (vectors on the path)."""
     tree = layer.tree
-    per_leaf = torch.zeros(tree.num_leaves, dtype=torch.long)
-    leaf = torch.arange(tree.num_leaves)
-    node = tree.leaf_parent.clone()
-    while leaf.numel():
-        per_leaf[leaf] += tree.arity[node] - 1
-        below_root = tree.node_parent[node] >= 0
-        leaf, node = leaf[below_root], tree.node_parent[node[below_root]]
-    return 6.0 * layer.in_features * float(per_leaf[target.cpu()].sum())
+    vectors = sum(float((tree.arity[node] - 1).sum()) for _, node, _ in tree.walk_up(target.cpu()))
+    return 6.0 * layer.in_features * vectors
 
 
 def _differentiated(layer: OutputLayer, target: Tensor) -> float:

@@ -35,7 +35,7 @@ class TorchAdaptivePeer(OutputLayer):
         self.cutoffs = resolve_cutoffs(None, num_classes, counts, owner="torch-adaptive")
         self.inner = nn.AdaptiveLogSoftmaxWithLoss(in_features, num_classes, self.cutoffs, div_value=div_value)
 
-    def _loss(self, hidden: Tensor, target: Tensor) -> Tensor:
+    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
         # The module returns only the mean loss and per-example target log-probs; the latter
         # carry the same graph, so the per-example NLL is their negation.
         return -self.inner(hidden, target).output
@@ -51,7 +51,7 @@ class LinearCrossEntropyPeer(OutputLayer):
         super().__init__(in_features, num_classes)
         self.linear = nn.Linear(in_features, num_classes)
 
-    def _loss(self, hidden: Tensor, target: Tensor) -> Tensor:
+    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
         return F.cross_entropy(self.linear(hidden), target, reduction="none")
 
     def _log_softmax(self, hidden: Tensor) -> Tensor:

@@ -15,7 +15,7 @@ from torch import Tensor
 
 from bigvocab.bench.peers import PEERS
 from bigvocab.bench.selection import Candidate
-from bigvocab.factory import _keyword_options, create_output
+from bigvocab.factory import create_output, output_side_inputs
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.registry import OUTPUTS
 
@@ -95,16 +95,16 @@ def build_layer(
     """The row's output layer and a printable record of its options (with the k it uses)."""
     if candidate.kind == "peer":
         return PEERS[candidate.method](in_features, num_classes, side.counts), {}
-    accepted = _keyword_options(OUTPUTS.get(candidate.method)) or set()
     options = dict(candidate.options)
     shown = dict(candidate.options)
-    if "words" in accepted:
+    needs = output_side_inputs(candidate.method, **options)
+    if "words" in needs:
         options["words"] = side.words
         shown["words"] = f"<{len(side.words)} strings>"
-    if "vectors" in accepted:
+    if "vectors" in needs:
         options["vectors"] = side.vectors()
         shown["vectors"] = f"<{side.description}>"
-    if "num_samples" in accepted and num_samples is not None:
+    if num_samples is not None and "num_samples" in (OUTPUTS.get(candidate.method).accepted_options(options) or ()):
         options["num_samples"] = num_samples
     layer = create_output(candidate.method, in_features, num_classes, counts=side.counts, **options)
     if hasattr(layer, "num_samples"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional, Sequence
 
 from bigvocab.errors import ConfigError
-from bigvocab.factory import _keyword_options, create_output
+from bigvocab.factory import create_output
 from bigvocab.models import cw, lstm, nnlm, word2vec  # noqa: F401  (registers)
 from bigvocab.models.base import LanguageModel
 from bigvocab.models.cw import CWRanking
@@ -62,10 +62,8 @@ def build_model(
     elif output_name is None:
         raise ConfigError(f"model {name!r} needs an output layer (one of: {', '.join(OUTPUTS.names())})")
     else:
-        options = _keyword_options(OUTPUTS.get(output_name))
-        if words is not None and "words" not in output_kwargs and (options is None or "words" in options):
-            output_kwargs["words"] = words
         in_features = cls.output_features(**model_kwargs)
-        output = create_output(output_name, in_features, vocab_size, counts=counts, **output_kwargs)
+        words = output_kwargs.pop("words", words)
+        output = create_output(output_name, in_features, vocab_size, counts=counts, words=words, **output_kwargs)
     extra = {"counts": counts} if cls.uses_counts else {}
     return cls(vocab_size, output, **extra, **model_kwargs)

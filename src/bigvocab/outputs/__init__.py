@@ -1,4 +1,5 @@
-"""Output layers: importing this package registers every method."""
+"""Output layers: importing this package registers every scorer and every method."""
+from bigvocab.outputs import scorers  # noqa: F401  (registers the scorers)
 from bigvocab.outputs import full  # noqa: F401  (registers)
 from bigvocab.outputs import hsm  # noqa: F401  (registers)
 from bigvocab.outputs import dsoftmax  # noqa: F401  (registers)
@@ -13,6 +14,7 @@ from bigvocab.outputs import selfnorm  # noqa: F401  (registers)
 from bigvocab.outputs import infreq  # noqa: F401  (registers)
 from bigvocab.outputs import char  # noqa: F401  (registers)
 from bigvocab.outputs.base import OutputLayer
-from bigvocab.outputs.linear import LinearOutput
+from bigvocab.outputs.objective import ScoredOutput
+from bigvocab.outputs.scorers import RowScorer, Scorer
 
-__all__ = ["OutputLayer", "LinearOutput"]
+__all__ = ["OutputLayer", "RowScorer", "ScoredOutput", "Scorer"]

@@ -15,7 +15,7 @@ mixture weights from the samples and their importance weights (see
 :class:`~bigvocab.samplers.bigram.BigramSampler`).
 
 **Context.** Language models pass the token before each target as ``loss(..., context=...)``; the
-base class validates it and exposes it as :attr:`loss_context` for the call. Without it the
+base class validates it and passes it to ``_loss`` as an argument. Without it the
 proposal is the mixture's unigram part alone, which is still a valid (if less efficient) importance
 sampler: the estimator only needs Q to be the distribution the samples came from.
 """
@@ -23,7 +23,7 @@ sampler: the estimator only needs Q to be the distribution the samples came from
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import torch
 from torch import Tensor
@@ -51,7 +51,7 @@ class AdaptiveImportanceSampling(SamplingOutput):
         min_ess: draw more blocks for an example while its ESS is below this (default
             ``num_samples / 4``).
         max_samples: at most this many draws per example and step (default 16 blocks).
-        bias, max_chunk_elements: as for ``full``.
+        scorer, bias, max_chunk_elements, device, dtype, **scorer_options: as for ``full``.
 
     After each ``loss`` call, ``last_num_samples`` (most draws any example used) and
     ``last_ess`` (mean ESS) describe the step.
@@ -67,8 +67,7 @@ class AdaptiveImportanceSampling(SamplingOutput):
         counts: Optional[Sequence[float]] = None,
         min_ess: Optional[float] = None,
         max_samples: Optional[int] = None,
-        bias: bool = True,
-        max_chunk_elements: Optional[int] = None,
+        **scorer_options: Any,
     ) -> None:
         super().__init__(
             in_features,
@@ -79,8 +78,7 @@ class AdaptiveImportanceSampling(SamplingOutput):
             default_sampler=("bigram", {}),
             counts=counts,
             shared=False,
-            bias=bias,
-            max_chunk_elements=max_chunk_elements,
+            **scorer_options,
         )
         self.min_ess = check_positive_float("min_ess", self.num_samples / 4 if min_ess is None else min_ess)
         self.max_samples = check_positive_int(
@@ -99,9 +97,8 @@ class AdaptiveImportanceSampling(SamplingOutput):
             ids = self.sampler.sample(batch_size * self.num_samples).reshape(batch_size, self.num_samples)
         return ids, self.sampler.log_q(ids, context=context)
 
-    def _loss(self, hidden: Tensor, target: Tensor) -> Tensor:
+    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
         batch_size = hidden.shape[0]
-        context = self.loss_context
         samples: list[Tensor] = []
         log_weights: list[Tensor] = []
         wanting = torch.ones(batch_size, dtype=torch.bool, device=hidden.device)

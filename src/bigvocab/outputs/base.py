@@ -2,20 +2,27 @@
 
 Public methods accept ``hidden`` of shape (N, H) or (B, T, H) and ``target`` of the matching
 leading shape; they validate once, flatten to (N, H) / (N,), and call the subclass's private
-``_loss`` / ``_log_prob`` / ``_log_softmax`` / ``_topk``, which write only the mathematics on
-flat tensors. Results are reshaped back to the caller's leading shape.
+``_loss(hidden, target, context)`` / ``_log_prob(hidden, target)`` / ``_log_softmax(hidden)`` /
+``_topk(hidden, k)``, which write only the mathematics on flat tensors. Results are reshaped back
+to the caller's leading shape.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Mapping, Optional
 
 import torch
 from torch import Tensor, nn
 
 from bigvocab.errors import ConfigError
+from bigvocab.registry import keyword_options
 from bigvocab.validation import check_positive_int
 
 REDUCTIONS = ("mean", "sum", "none")
+
+#: What some layers need besides H and V: training frequencies (``counts``), the vocabulary
+#: strings (``words``) and (V, D) word vectors (``vectors``). ``create_output`` takes each of
+#: them for any layer and passes it only to the layers that declare it (:meth:`OutputLayer.side_inputs`).
+SIDE_INPUTS = ("counts", "words", "vectors")
 
 
 class OutputLayer(nn.Module):
@@ -25,9 +32,6 @@ class OutputLayer(nn.Module):
     ``log_softmax`` and ``topk`` are always exact and normalised over the whole vocabulary, so
     perplexities of all methods are comparable.
     """
-
-    #: The flat (N,) context of the ``loss`` call in progress, else None (see :meth:`loss`).
-    loss_context: Optional[Tensor] = None
 
     #: True when ``loss`` produces sparse gradients (only touched rows) for some parameters,
     #: so the trainer must pick an optimiser that accepts them.
@@ -49,6 +53,19 @@ class OutputLayer(nn.Module):
         if num_classes < 2:
             raise ConfigError(f"num_classes must be at least 2, got {num_classes}")
 
+    # ------------------------------------------------------------------ declarations
+    @classmethod
+    def accepted_options(cls, options: Mapping[str, Any]) -> Optional[set[str]]:
+        """The keywords the constructor takes given ``options`` (which may pick a part, e.g. a
+        scorer, with keywords of its own), or None when any keyword is accepted."""
+        return keyword_options(cls)
+
+    @classmethod
+    def side_inputs(cls, options: Mapping[str, Any]) -> frozenset[str]:
+        """Which of :data:`SIDE_INPUTS` the layer built with ``options`` reads."""
+        accepted = cls.accepted_options(options)
+        return frozenset(name for name in SIDE_INPUTS if accepted is None or name in accepted)
+
     # ------------------------------------------------------------------ public, validated
     def loss(
         self, hidden: Tensor, target: Tensor, reduction: str = "mean", *, context: Optional[Tensor] = None
@@ -56,17 +73,15 @@ class OutputLayer(nn.Module):
         """Training objective; ``reduction`` is ``mean`` (over examples), ``sum`` or ``none``.
 
         ``context`` (optional, ids shaped like ``target``) is the token before each target. Models
-        that know it always pass it; only context-conditioned proposals (``ais`` with the
-        ``bigram`` sampler, Bengio & Senécal 2008) read it, as :attr:`loss_context`, during the call.
+        that know it always pass it; it reaches the subclass's ``_loss`` flattened to (N,), and
+        only context-conditioned proposals (``ais`` with the ``bigram`` sampler, Bengio & Senécal
+        2008) read it.
         """
         if reduction not in REDUCTIONS:
             raise ConfigError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
         flat_hidden, flat_target, lead = self._flatten(hidden, target)
-        self.loss_context = None if context is None else self._flatten_ids("context", context, lead, hidden.device)
-        try:
-            per_example = self._loss(flat_hidden, flat_target)
-        finally:
-            self.loss_context = None
+        flat_context = None if context is None else self._flatten_ids("context", context, lead, hidden.device)
+        per_example = self._loss(flat_hidden, flat_target, flat_context)
         if reduction == "mean":
             return per_example.mean()
         if reduction == "sum":
@@ -101,12 +116,28 @@ class OutputLayer(nn.Module):
         return values.reshape(*lead, k), ids.reshape(*lead, k)
 
     # ------------------------------------------------------------------ approximate top-k (bigvocab.index)
-    def build_index(self, kind: Optional[str] = None, **options):
-        """An approximate top-k index over the layer's output rows (see :mod:`bigvocab.index`)."""
-        raise ConfigError(f"{type(self).__name__} has no (V, H) output matrix to index; build_index is for linear layers")
+    def build_index(self, kind: Optional[str] = None, **options: Any):
+        """An approximate top-k index over the layer's output rows [W_w, b_w] (see
+        :mod:`bigvocab.index`; ``kind`` defaults to ``bigvocab.index.DEFAULT_KIND``). It is a cache
+        of the weights: once they change, ``topk(index=)`` refuses it until it is rebuilt."""
+        from bigvocab.index import DEFAULT_KIND, build_index
+
+        return build_index(*self._indexed_rows(), kind=kind or DEFAULT_KIND, **options)
 
     def _topk_indexed(self, hidden: Tensor, k: int, index, normalise: bool) -> tuple[Tensor, Tensor]:
-        raise ConfigError(f"{type(self).__name__} has no (V, H) output matrix to index; topk(index=) is for linear layers")
+        weight, bias = self._indexed_rows()
+        index.check_fresh(weight, bias)
+        logits, ids = index.topk(hidden, weight, bias, k)
+        if normalise:
+            # log Z = s_w - log p(w) for the best id w: the layer's exact log_prob, one streamed
+            # pass over all V rows, O(N·V·H), as dear as the exact top-k.
+            with torch.no_grad():
+                logits = logits - (logits[:, :1] - self._log_prob(hidden, ids[:, 0])[:, None])
+        return logits, ids
+
+    def _indexed_rows(self) -> tuple[Tensor, Optional[Tensor]]:
+        """The free (V, H) output rows and (V,) bias or None that an index is built from."""
+        raise ConfigError(f"{type(self).__name__} has no free (V, H) output matrix to index (build_index, topk(index=))")
 
     def forward(self, hidden: Tensor, target: Tensor) -> Tensor:
         return self.loss(hidden, target)
@@ -118,8 +149,9 @@ class OutputLayer(nn.Module):
         return list(self.parameters()) if self.sparse_grad else []
 
     # ------------------------------------------------------------------ for subclasses
-    def _loss(self, hidden: Tensor, target: Tensor) -> Tensor:
-        """(N, H), (N,) -> (N,) per-example training loss. Defaults to the exact NLL."""
+    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
+        """(N, H), (N,), context (N,) or None -> (N,) per-example training loss. Defaults to the
+        exact NLL."""
         return -self._log_prob(hidden, target)
 
     def _log_prob(self, hidden: Tensor, target: Tensor) -> Tensor:

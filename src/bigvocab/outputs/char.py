@@ -200,7 +200,7 @@ class CharacterSoftmax(OutputLayer):
             total = total + log_p.masked_fill(t >= lengths, 0.0)
         return total
 
-    def _loss(self, hidden: Tensor, target: Tensor) -> Tensor:
+    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
         return -self._path_log_prob(hidden, self.spelling[target], self.path[target], self.lengths[target])
 
     def spelling_log_prob(self, hidden: Tensor, spellings: Sequence[str]) -> Tensor:

@@ -10,26 +10,21 @@ from typing import Optional
 
 from torch import Tensor
 
-from bigvocab.outputs.linear import LinearOutput
+from bigvocab.outputs.objective import ScoredOutput
 from bigvocab.registry import OUTPUTS
 
 
 @OUTPUTS.register("full")
-class FullSoftmax(LinearOutput):
-    """The exact softmax ``p(w|h) = exp(h·W_w + b_w) / Σ_v exp(h·W_v + b_v)``.
+class FullSoftmax(ScoredOutput):
+    """The exact softmax ``p(w|h) = exp(s_w) / Σ_v exp(s_v)``, with the linear scorer
+    s_w = h·W_w + b_w by default.
 
     Cost per example is O(V·H) in time and O(chunk) in extra memory.
 
-    Args:
-        bias: learn a per-class bias.
-        max_chunk_elements: logits held at once (default 2**24).
+    Args: those of :class:`~bigvocab.outputs.objective.ScoredOutput` (``scorer``, ``bias``,
+    ``max_chunk_elements``, ``device``, ``dtype`` and the scorer's options).
     """
 
-    def __init__(
-        self, in_features: int, num_classes: int, *, bias: bool = True, max_chunk_elements: Optional[int] = None
-    ) -> None:
-        super().__init__(in_features, num_classes, bias=bias, max_chunk_elements=max_chunk_elements)
-
-    def _loss(self, hidden: Tensor, target: Tensor) -> Tensor:
+    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
         log_z, target_logit = self.log_normaliser(hidden, target)
         return log_z - target_logit

@@ -32,7 +32,7 @@ from torch.nn import functional as F
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.outputs.functional import DEFAULT_CHUNK_ELEMENTS, gather_rows
-from bigvocab.outputs.trees import Tree, build_tree, segment_ranges
+from bigvocab.outputs.trees import Tree, build_tree, segment_ranges, walk_up
 from bigvocab.registry import OUTPUTS
 
 _TREE_STATE = ("node_parent", "node_position", "leaf_parent", "leaf_position")
@@ -207,17 +207,10 @@ class HierarchicalSoftmax(OutputLayer):
     # ------------------------------------------------------------------ paths and decisions
     def _steps(self, target: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """Every (example, node, child position) on the targets' paths, flat: three (S,) tensors."""
-        example = torch.arange(target.shape[0], device=target.device)
-        node, position = self.tree_leaf_parent[target], self.tree_leaf_position[target]
-        examples, nodes, positions = [], [], []
-        while example.numel():
-            examples.append(example)
-            nodes.append(node)
-            positions.append(position)
-            below_root = node != 0
-            example, node = example[below_root], node[below_root]
-            node, position = self.tree_node_parent[node], self.tree_node_position[node]
-        return torch.cat(examples), torch.cat(nodes), torch.cat(positions)
+        levels = list(walk_up(
+            self.tree_leaf_parent, self.tree_leaf_position, self.tree_node_parent, self.tree_node_position, target
+        ))
+        return tuple(torch.cat(parts) for parts in zip(*levels))  # type: ignore[return-value]
 
     def _decision_log_probs(self, hidden: Tensor, example: Tensor, node: Tensor, position: Tensor) -> Tensor:
         """log p(child ``position`` | ``node``, hidden[``example``]) for each step, (S,).

@@ -13,7 +13,7 @@ expected penalty is exactly Devlin et al.'s α (log Z_n)². Only the m chosen ro
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import torch
 from torch import Tensor
@@ -30,23 +30,16 @@ class InfrequentNormalisation(SelfNormalised):
     Args:
         alpha: penalty weight α.
         gamma: fraction of each batch whose log Z is computed, in (0, 1].
-        bias, max_chunk_elements: as for ``full``.
+        scorer, bias, max_chunk_elements, device, dtype, **scorer_options: as for ``full``.
     """
 
     def __init__(
-        self,
-        in_features: int,
-        num_classes: int,
-        *,
-        alpha: float = 0.1,
-        gamma: float = 0.1,
-        bias: bool = True,
-        max_chunk_elements: Optional[int] = None,
+        self, in_features: int, num_classes: int, *, alpha: float = 0.1, gamma: float = 0.1, **scorer_options: Any
     ) -> None:
-        super().__init__(in_features, num_classes, alpha=alpha, bias=bias, max_chunk_elements=max_chunk_elements)
+        super().__init__(in_features, num_classes, alpha=alpha, **scorer_options)
         self.gamma = check_probability("gamma", gamma, allow_zero=False)
 
-    def _loss(self, hidden: Tensor, target: Tensor) -> Tensor:
+    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
         batch_size = hidden.shape[0]
         loss = -self.target_logits(hidden, target)
         if batch_size == 0:

@@ -16,7 +16,7 @@ NCE counts them as noise, so there is no accidental-hit removal.
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -41,7 +41,7 @@ class NoiseContrastiveEstimation(SamplingOutput):
         shared: one noise set for the whole batch (default) or one per example.
         normaliser: ``"fixed"`` (log Z held at ``log_z``) or ``"learned"`` (a trained scalar).
         log_z: the fixed value, or the starting value of the learned one (default 0, i.e. Z = 1).
-        bias, max_chunk_elements: as for ``full``.
+        scorer, bias, max_chunk_elements, device, dtype, **scorer_options: as for ``full``.
 
     The bias starts at ``-log V`` (Zoph et al. 2016, "Simple, Fast Noise-Contrastive Estimation
     for Large RNN Vocabularies"), so that the initial unnormalised probabilities sum to about
@@ -61,8 +61,7 @@ class NoiseContrastiveEstimation(SamplingOutput):
         shared: bool = True,
         normaliser: str = "fixed",
         log_z: float = 0.0,
-        bias: bool = True,
-        max_chunk_elements: Optional[int] = None,
+        **scorer_options: Any,
     ) -> None:
         super().__init__(
             in_features,
@@ -73,8 +72,7 @@ class NoiseContrastiveEstimation(SamplingOutput):
             default_sampler=("unigram", {}),
             counts=counts,
             shared=shared,
-            bias=bias,
-            max_chunk_elements=max_chunk_elements,
+            **scorer_options,
         )
         if normaliser not in NORMALISERS:
             raise ConfigError(f"normaliser must be one of {NORMALISERS}, got {normaliser!r}")
@@ -86,16 +84,11 @@ class NoiseContrastiveEstimation(SamplingOutput):
         else:
             self.register_buffer("log_z", torch.tensor(float(log_z)))
 
-    def reset_parameters(self) -> None:
-        super().reset_parameters()
+    def _reset_objective(self) -> None:
         if self.bias is not None:
             nn.init.constant_(self.bias, -math.log(self.num_classes))
 
-    def sparse_parameters(self) -> list[nn.Parameter]:
-        """Every row-gathered parameter; a learned log Z is a dense scalar."""
-        return [p for p in self.parameters() if p is not self.log_z]
-
-    def _loss(self, hidden: Tensor, target: Tensor) -> Tensor:
+    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
         noise, num_draws = self._draw(hidden.shape[0])
         log_kq_target = log_expected_count(self.sampler.log_q(target), num_draws, unique=False)
         log_kq_noise = log_expected_count(self.sampler.log_q(noise), num_draws, unique=False)

@@ -17,14 +17,15 @@ uniform in ±1/sqrt(H) like the other linear layers.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
 from bigvocab.errors import ConfigError
-from bigvocab.outputs.sampling import SamplerSpec, SamplingOutput, accidental_hits, check_flag
+from bigvocab.outputs.sampling import SamplerSpec, SamplingOutput, accidental_hits
 from bigvocab.registry import OUTPUTS
+from bigvocab.validation import check_flag
 
 #: word2vec's ``ns_exponent``: negatives are drawn from the unigram distribution to this power.
 NS_EXPONENT = 0.75
@@ -43,8 +44,9 @@ class NegativeSampling(SamplingOutput):
         shared: one negative set for the whole batch, or one per example (default, as word2vec).
         remove_accidental_hits: skip negatives equal to the example's target (as word2vec).
         bias: a per-class bias (default False, as word2vec).
-        zero_init: start the output vectors at zero (default True, as word2vec).
-        max_chunk_elements: as for ``full``.
+        zero_init: start the output vectors at zero, as word2vec; None (the default) does so when
+            the scorer has free rows (``linear``), and a computed scorer (``cnn``) cannot.
+        scorer, max_chunk_elements, device, dtype, **scorer_options: as for ``full``.
     """
 
     def __init__(
@@ -59,15 +61,16 @@ class NegativeSampling(SamplingOutput):
         shared: bool = False,
         remove_accidental_hits: bool = True,
         bias: bool = False,
-        zero_init: bool = True,
-        max_chunk_elements: Optional[int] = None,
+        zero_init: Optional[bool] = None,
+        **scorer_options: Any,
     ) -> None:
         if ns_exponent is not None and sampler is not None:
             raise ConfigError(
                 f"ns_exponent={ns_exponent!r} sets the power of the default unigram sampler; with "
                 f"sampler={sampler!r} give that sampler its own power instead"
             )
-        self.zero_init = check_flag("zero_init", zero_init)  # before the base constructor calls reset_parameters
+        # Read by _reset_objective, which the base constructor calls.
+        self.zero_init = zero_init if zero_init is None else check_flag("zero_init", zero_init)
         super().__init__(
             in_features,
             num_classes,
@@ -78,23 +81,25 @@ class NegativeSampling(SamplingOutput):
             counts=counts,
             shared=shared,
             bias=bias,
-            max_chunk_elements=max_chunk_elements,
+            **scorer_options,
         )
         self.remove_accidental_hits = check_flag("remove_accidental_hits", remove_accidental_hits)
 
-    def reset_parameters(self) -> None:
-        super().reset_parameters()
+    def _reset_objective(self) -> None:
+        if self.zero_init is None:
+            self.zero_init = self.scorer.free_rows
         if self.zero_init:
-            nn.init.zeros_(self.weight)
+            self.scorer.zero_rows_()
 
-    def _loss(self, hidden: Tensor, target: Tensor) -> Tensor:
+    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
         negatives, _ = self._draw(hidden.shape[0])
+        target_logit, negative_logit = self.target_and_class_logits(hidden, target, negatives)
         # -log σ(-s) = softplus(s), stable for large |s|.
-        negative_loss = F.softplus(self.class_logits(hidden, negatives))
+        negative_loss = F.softplus(negative_logit)
         if self.remove_accidental_hits:
             negative_loss = negative_loss.masked_fill(accidental_hits(target, negatives), 0.0)
         self._observe(target)
-        return F.softplus(-self.target_logits(hidden, target)) + negative_loss.sum(dim=1)
+        return F.softplus(-target_logit) + negative_loss.sum(dim=1)
 
     def extra_repr(self) -> str:
         return (super().extra_repr() + f", remove_accidental_hits={self.remove_accidental_hits}"

@@ -14,15 +14,16 @@ reaches the exact gradient when the candidates cover the vocabulary.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import torch
 from torch import Tensor
 
 from bigvocab.errors import ConfigError
-from bigvocab.outputs.sampling import SamplerSpec, SamplingOutput, check_flag, remove_accidental_hits, sampled_logits
+from bigvocab.outputs.sampling import SamplerSpec, SamplingOutput, remove_accidental_hits, sampled_logits
 from bigvocab.registry import OUTPUTS
 from bigvocab.samplers.base import log_expected_count
+from bigvocab.validation import check_flag
 
 
 @OUTPUTS.register("sampled")
@@ -38,8 +39,11 @@ class SampledSoftmax(SamplingOutput):
         unique: draw until k distinct ids have appeared (TensorFlow-style); needs ``shared``, and
             None (the default) means ``shared``: per-example samples are drawn with replacement.
         remove_accidental_hits: drop sampled copies of each example's target.
-        bias, max_chunk_elements: as for ``full``.
+        scorer, bias, max_chunk_elements, device, dtype, **scorer_options: as for ``full``.
     """
+
+    #: k when ``num_samples`` is None (at most V - 1).
+    default_num_samples = 1024
 
     def __init__(
         self,
@@ -52,20 +56,18 @@ class SampledSoftmax(SamplingOutput):
         shared: bool = True,
         unique: Optional[bool] = None,
         remove_accidental_hits: bool = True,
-        bias: bool = True,
-        max_chunk_elements: Optional[int] = None,
+        **scorer_options: Any,
     ) -> None:
         super().__init__(
             in_features,
             num_classes,
             num_samples=num_samples,
-            default_num_samples=1024,
+            default_num_samples=self.default_num_samples,
             sampler=sampler,
-            default_sampler=("unigram", {}) if counts is not None else ("log_uniform", {}),
+            default_sampler=self._default_sampler(counts),
             counts=counts,
             shared=shared,
-            bias=bias,
-            max_chunk_elements=max_chunk_elements,
+            **scorer_options,
         )
         self.unique = check_flag("unique", self.shared if unique is None else unique)
         self.remove_accidental_hits = check_flag("remove_accidental_hits", remove_accidental_hits)
@@ -74,13 +76,17 @@ class SampledSoftmax(SamplingOutput):
         if self.unique and self.sampler.conditional:
             raise ConfigError(f"unique=True needs an unconditional sampler, not {type(self.sampler).__name__}")
 
-    def _loss(self, hidden: Tensor, target: Tensor) -> Tensor:
+    @staticmethod
+    def _default_sampler(counts: Optional[Sequence[float]]) -> tuple[str, dict]:
+        return ("unigram", {}) if counts is not None else ("log_uniform", {})
+
+    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
         sampled, num_draws = self._draw(hidden.shape[0], unique=self.unique)
-        sampled_logit = self.class_logits(hidden, sampled)
+        target_logit, sampled_logit = self.target_and_class_logits(hidden, target, sampled)
         if self.remove_accidental_hits:
             sampled_logit = remove_accidental_hits(sampled_logit, target, sampled)
         logits = sampled_logits(
-            self.target_logits(hidden, target),
+            target_logit,
             sampled_logit,
             log_expected_count(self.sampler.log_q(target), num_draws, unique=self.unique),
             log_expected_count(self.sampler.log_q(sampled), num_draws, unique=self.unique),

@@ -7,9 +7,9 @@ Pure functions (tested on their own, composed by ``sampled``, ``nce``, ``neg`` a
 * :func:`sampled_logits` -- target and sampled logits side by side with the log-Q correction.
 
 :class:`SamplingOutput` holds the sampler (a registered name or a :class:`Sampler`), the number
-of samples and the shared/per-example choice, and draws the candidates. Its weights are the
-:class:`LinearOutput`'s, so evaluation stays exact; only the rows a step samples receive (sparse)
-gradients.
+of samples and the shared/per-example choice, and draws the candidates. It is a
+:class:`~bigvocab.outputs.objective.ScoredOutput`, so it trains any scorer and evaluates exactly;
+only the rows a step samples receive (sparse) gradients.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from torch import Tensor
 
 from bigvocab.errors import ConfigError
 from bigvocab.factory import create_sampler
-from bigvocab.outputs.linear import LinearOutput
+from bigvocab.outputs.objective import ScoredOutput
 from bigvocab.samplers.base import Sampler
-from bigvocab.validation import check_num_samples
+from bigvocab.validation import check_flag, check_num_samples
 
 SamplerSpec = Union[str, Sampler, None]
 
@@ -65,14 +65,8 @@ def resolve_sampler(
     raise ConfigError(f"sampler must be a registered name or a Sampler instance, got {type(sampler).__name__}")
 
 
-def check_flag(name: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(f"{name} must be True or False, got {value!r}")
-    return value
-
-
-class SamplingOutput(LinearOutput):
-    """A linear softmax trained on ``num_samples`` classes drawn from ``sampler`` per step.
+class SamplingOutput(ScoredOutput):
+    """A softmax trained on ``num_samples`` classes drawn from ``sampler`` per step.
 
     Args (shared by the sampling layers):
         num_samples: k, 1 <= k < V; None takes the layer's paper default (at most V - 1).
@@ -80,6 +74,7 @@ class SamplingOutput(LinearOutput):
         counts: training frequencies, read by samplers that need them (``unigram``).
         shared: draw one set of k samples for the whole batch (Jozefowicz et al. 2016) rather
             than k per example; shared sets cost one (k, H) gather instead of (N, k, H).
+        scorer, bias, max_chunk_elements, device, dtype, **scorer_options: as for ``full``.
     """
 
     sparse_grad = True
@@ -95,10 +90,9 @@ class SamplingOutput(LinearOutput):
         default_sampler: tuple[str, dict],
         counts: Optional[Sequence[float]],
         shared: bool,
-        bias: bool,
-        max_chunk_elements: Optional[int],
+        **scorer_options: Any,
     ) -> None:
-        super().__init__(in_features, num_classes, bias=bias, max_chunk_elements=max_chunk_elements)
+        super().__init__(in_features, num_classes, **scorer_options)
         if num_samples is None:
             num_samples = min(default_num_samples, num_classes - 1)
         self.num_samples = check_num_samples(num_samples, num_classes)

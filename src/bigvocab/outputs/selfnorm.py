@@ -11,34 +11,26 @@ memory-bounded chunks); evaluation (``log_prob`` and friends) stays exactly norm
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from torch import Tensor
 
-from bigvocab.outputs.linear import LinearOutput
+from bigvocab.outputs.objective import ScoredOutput
 from bigvocab.registry import OUTPUTS
 from bigvocab.validation import check_positive_float
 
 
 @OUTPUTS.register("selfnorm")
-class SelfNormalised(LinearOutput):
+class SelfNormalised(ScoredOutput):
     """Softmax with an α·log²Z penalty and a fast unnormalised ``score``.
 
     Args:
         alpha: penalty weight (Devlin et al. use 0.1).
-        bias, max_chunk_elements: as for ``full``.
+        scorer, bias, max_chunk_elements, device, dtype, **scorer_options: as for ``full``.
     """
 
-    def __init__(
-        self,
-        in_features: int,
-        num_classes: int,
-        *,
-        alpha: float = 0.1,
-        bias: bool = True,
-        max_chunk_elements: Optional[int] = None,
-    ) -> None:
-        super().__init__(in_features, num_classes, bias=bias, max_chunk_elements=max_chunk_elements)
+    def __init__(self, in_features: int, num_classes: int, *, alpha: float = 0.1, **scorer_options: Any) -> None:
+        super().__init__(in_features, num_classes, **scorer_options)
         self.alpha = check_positive_float("alpha", alpha)
 
     def score(self, hidden: Tensor, target: Tensor) -> Tensor:
@@ -47,7 +39,7 @@ class SelfNormalised(LinearOutput):
         flat_hidden, flat_target, lead = self._flatten(hidden, target)
         return self.target_logits(flat_hidden, flat_target).reshape(lead)
 
-    def _loss(self, hidden: Tensor, target: Tensor) -> Tensor:
+    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
         log_z, target_logit = self.log_normaliser(hidden, target)
         return log_z - target_logit + self.alpha * log_z.square()
 

@@ -18,26 +18,26 @@ pushed down at every step. The cost is one (N, |V'|) block and sparse gradients 
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import torch
 from torch import Tensor
 
-from bigvocab.outputs.linear import LinearOutput
+from bigvocab.outputs.objective import ScoredOutput
 from bigvocab.registry import OUTPUTS
 from bigvocab.samplers.base import as_counts
 from bigvocab.validation import check_num_samples
 
 
 @OUTPUTS.register("target")
-class TargetSampling(LinearOutput):
+class TargetSampling(ScoredOutput):
     """Softmax over a per-partition target vocabulary of size τ; exact evaluation.
 
     Args:
         num_samples: τ, the size of each partition's vocabulary (default min(1024, V - 1)).
         counts: training frequencies, to choose the top-up words; without them ids are taken
             to be sorted by decreasing frequency (id 0 the most frequent).
-        bias, max_chunk_elements: as for ``full``.
+        scorer, bias, max_chunk_elements, device, dtype, **scorer_options: as for ``full``.
     """
 
     sparse_grad = True
@@ -49,10 +49,9 @@ class TargetSampling(LinearOutput):
         *,
         num_samples: Optional[int] = None,
         counts: Optional[Sequence[float]] = None,
-        bias: bool = True,
-        max_chunk_elements: Optional[int] = None,
+        **scorer_options: Any,
     ) -> None:
-        super().__init__(in_features, num_classes, bias=bias, max_chunk_elements=max_chunk_elements)
+        super().__init__(in_features, num_classes, **scorer_options)
         self.num_samples = check_num_samples(
             min(1024, num_classes - 1) if num_samples is None else num_samples, num_classes
         )
@@ -75,7 +74,7 @@ class TargetSampling(LinearOutput):
         top_up = self.frequent[~torch.isin(self.frequent, distinct)][:missing]
         return torch.cat([distinct, top_up]), position
 
-    def _loss(self, hidden: Tensor, target: Tensor) -> Tensor:
+    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
         vocabulary, position = self.partition_vocabulary(target)
         logits = self.class_logits(hidden, vocabulary)
         return torch.logsumexp(logits, dim=1) - logits.gather(1, position.unsqueeze(1)).squeeze(1)

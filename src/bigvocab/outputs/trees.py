@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Callable, Optional, Sequence, Union
+from typing import Callable, Iterator, Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -55,6 +55,25 @@ def segment_ranges(starts: Tensor, lengths: Tensor) -> Tensor:
     return torch.repeat_interleave(starts - group_start, lengths, output_size=total) + torch.arange(
         total, device=starts.device
     )
+
+
+def walk_up(
+    leaf_parent: Tensor, leaf_position: Tensor, node_parent: Tensor, node_position: Tensor, leaves: Tensor
+) -> Iterator[tuple[Tensor, Tensor, Tensor]]:
+    """The paths of ``leaves`` (L,), all at once, from the leaves up to the root (node 0).
+
+    Yields one level per step: ``(index, node, position)``, each (L',), with ``index`` the
+    positions in ``leaves`` whose path is still below the root, ``node`` the internal node
+    reached and ``position`` the child taken there. Works on the tree arrays wherever they live
+    (a :class:`Tree`'s CPU tensors, or an hsm layer's buffers on its device).
+    """
+    index = torch.arange(leaves.shape[0], device=leaves.device)
+    node, position = leaf_parent[leaves], leaf_position[leaves]
+    while index.numel():
+        yield index, node, position
+        below_root = node != 0
+        index, node = index[below_root], node[below_root]
+        node, position = node_parent[node], node_position[node]
 
 
 def zipf_counts(num_classes: int) -> Tensor:
@@ -166,44 +185,41 @@ class Tree:
     def is_binary(self) -> bool:
         return bool((self.arity == 2).all())
 
+    def walk_up(self, leaves: Tensor) -> Iterator[tuple[Tensor, Tensor, Tensor]]:
+        """:func:`walk_up` over this tree's arrays."""
+        return walk_up(self.leaf_parent, self.leaf_position, self.node_parent, self.node_position, leaves)
+
     def paths(self) -> tuple[Tensor, Tensor, Tensor]:
         """Every leaf's path as CSR: ``offsets`` (V + 1,), ``nodes`` and ``codes`` (sum of depths,):
         leaf ``w``'s internal nodes from the root down and the child position taken at each."""
         offsets = torch.cat([torch.zeros(1, dtype=torch.long), torch.cumsum(self.leaf_depth, 0)])
         nodes = torch.empty(int(offsets[-1]), dtype=torch.long)
         codes = torch.empty_like(nodes)
-        # Walk every leaf up to the root at once, writing each path from its end.
-        slot = offsets[1:] - 1
-        node, code = self.leaf_parent, self.leaf_position
-        while slot.numel():
-            nodes[slot] = node
-            codes[slot] = code
-            below_root = node != 0
-            slot, node = slot[below_root] - 1, node[below_root]
-            node, code = self.node_parent[node], self.node_position[node]
+        # Every leaf's path is written from its end, one level up per step.
+        last = offsets[1:] - 1
+        for level, (leaf, node, code) in enumerate(self.walk_up(torch.arange(self.num_leaves))):
+            nodes[last[leaf] - level] = node
+            codes[last[leaf] - level] = code
         return offsets, nodes, codes
 
     def path(self, leaf: int) -> list[int]:
         """Internal node ids from the root to ``leaf``'s parent."""
-        return self._walk(leaf)[0]
+        return [int(node) for _, node, _ in self._walk(leaf)]
 
     def code(self, leaf: int) -> tuple[int, ...]:
         """Child positions taken from the root to ``leaf`` (bits for a binary tree)."""
-        return tuple(self._walk(leaf)[1])
+        return tuple(int(code) for _, _, code in self._walk(leaf))
 
     def codes(self) -> list[tuple[int, ...]]:
         offsets, _, codes = self.paths()
         flat, bounds = codes.tolist(), offsets.tolist()
         return [tuple(flat[bounds[w] : bounds[w + 1]]) for w in range(self.num_leaves)]
 
-    def _walk(self, leaf: int) -> tuple[list[int], list[int]]:
+    def _walk(self, leaf: int) -> list[tuple[Tensor, Tensor, Tensor]]:
+        """The steps of ``leaf``'s path from the root down."""
         if not 0 <= leaf < self.num_leaves:
             raise ConfigError(f"leaf {leaf} is outside [0, {self.num_leaves})")
-        nodes, codes = [int(self.leaf_parent[leaf])], [int(self.leaf_position[leaf])]
-        while nodes[-1] != 0:
-            codes.append(int(self.node_position[nodes[-1]]))
-            nodes.append(int(self.node_parent[nodes[-1]]))
-        return nodes[::-1], codes[::-1]
+        return list(self.walk_up(torch.tensor([leaf])))[::-1]
 
     def average_code_length(self, counts) -> float:
         """Frequency-weighted mean number of decisions per class: bits for a binary tree."""

@@ -1,0 +1,190 @@
+"""Objective-based layers: a softmax over a :class:`~bigvocab.outputs.scorers.base.Scorer`'s
+scores, trained by an objective.
+
+:class:`ScoredOutput` is the base of ``full``, ``sampled``, ``ais``, ``target``, ``nce``, ``neg``,
+``selfnorm`` and ``infreq``. It builds the scorer (``scorer=`` a registered name such as
+``"linear"`` or ``"cnn"``, or a :class:`Scorer`), evaluates exactly through it (``log_prob``,
+``log_softmax``, ``topk`` all normalise over the whole vocabulary), and leaves the subclass only
+its training objective: ``_loss(hidden, target, context)`` written with :meth:`class_logits`,
+:meth:`target_logits`, :meth:`target_and_class_logits` and :meth:`log_normaliser`.
+
+The scorer's own options (``words=`` and ``correction_dim=`` for ``cnn``...) are keywords of every
+objective; :meth:`ScoredOutput.accepted_options` lists them so the factory can check them. The
+scorer's attributes also read through the layer (``layer.weight`` is ``layer.scorer.weight``), and
+a state dict saved before scorers existed (``weight`` rather than ``scorer.weight``) still loads.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Mapping, Optional, Union
+
+import torch
+from torch import Tensor, nn
+
+from bigvocab.errors import ConfigError
+from bigvocab.outputs.base import OutputLayer
+from bigvocab.outputs.scorers.base import Scorer
+from bigvocab.registry import SCORERS, keyword_options
+
+ScorerSpec = Union[str, Scorer]
+
+
+class ScoredOutput(OutputLayer):
+    """p(w | h) = exp(s_w(h)) / Σ_v exp(s_v(h)) with s from ``self.scorer``; the subclass's
+    ``_loss`` is its training objective (an estimate for the sampling-based ones).
+
+    Args (shared by every objective):
+        scorer: ``"linear"`` (a free row per class; the default, :attr:`default_scorer`),
+            ``"cnn"`` (rows from spelling), any registered scorer name
+            (``bigvocab.factory.list_scorers()``), or a built Scorer.
+        bias, max_chunk_elements: passed to the scorer (a per-class bias; scores held at once by
+            exact whole-vocabulary computations, None = 2**24).
+        device, dtype: where the parameters are created.
+        **scorer_options: the scorer's own options (``words=``, ``correction_dim=``... for cnn).
+
+    Class attribute an objective declares:
+        sparse_grad: its training step touches only some rows, which are then gathered with sparse
+            gradients (the instance's flag is False when the scorer has no per-word parameters).
+    """
+
+    sparse_grad: bool = False
+
+    #: The scorer when ``scorer`` is None.
+    default_scorer: str = "linear"
+
+    def __init__(
+        self,
+        in_features: int,
+        num_classes: int,
+        *,
+        scorer: Optional[ScorerSpec] = None,
+        bias: bool = True,
+        max_chunk_elements: Optional[int] = None,
+        device: Optional[torch.device] = None,
+        dtype: Optional[torch.dtype] = None,
+        **scorer_options: Any,
+    ) -> None:
+        super().__init__(in_features, num_classes)
+        if scorer is None:
+            scorer = self.default_scorer
+        if isinstance(scorer, Scorer):
+            if scorer_options:
+                raise ConfigError(f"options {sorted(scorer_options)} go to a scorer by name, not to a built Scorer")
+            if (scorer.in_features, scorer.num_classes) != (in_features, num_classes):
+                raise ConfigError(
+                    f"the scorer scores {scorer.num_classes} classes of {scorer.in_features} features but the "
+                    f"layer has {num_classes} of {in_features}"
+                )
+            self.scorer = scorer
+        elif isinstance(scorer, str):
+            self.scorer = SCORERS.create(
+                scorer, in_features, num_classes, bias=bias, max_chunk_elements=max_chunk_elements,
+                device=device, dtype=dtype, **scorer_options,
+            )
+        else:
+            raise ConfigError(f"scorer must be a registered name or a Scorer, got {type(scorer).__name__}")
+        self.scorer.sparse_grad = type(self).sparse_grad
+        self.sparse_grad = type(self).sparse_grad and bool(self.scorer.sparse_parameters())
+        self.eval_cache = self.scorer.eval_cache
+        self._reset_objective()
+
+    @classmethod
+    def accepted_options(cls, options: Mapping[str, Any]) -> Optional[set[str]]:
+        """The constructor's keywords; one that passes ``**scorer_options`` on to this base also
+        takes this base's and the chosen scorer's."""
+        own = keyword_options(cls)
+        if own is not None:
+            return own
+        own = _named_keywords(cls) | _named_keywords(ScoredOutput)
+        scorer = options.get("scorer") or cls.default_scorer
+        if not isinstance(scorer, str):
+            return own
+        scorer_options = keyword_options(SCORERS.get(scorer))
+        return None if scorer_options is None else own | scorer_options
+
+    # ------------------------------------------------------------------ for the objectives
+    def class_logits(self, hidden: Tensor, ids: Tensor) -> Tensor:
+        """Scores of ``ids`` (M,) shared or (N, M) per row -> (N, M); sparse row gradients."""
+        return self.scorer.class_logits(hidden, ids)
+
+    def target_logits(self, hidden: Tensor, target: Tensor) -> Tensor:
+        """(N, H), (N,) -> (N,) the score of each example's own target."""
+        return self.scorer.target_logits(hidden, target)
+
+    def target_and_class_logits(self, hidden: Tensor, target: Tensor, ids: Tensor) -> tuple[Tensor, Tensor]:
+        """Both of the above in one scorer call: (N,) and (N, M)."""
+        return self.scorer.target_and_class_logits(hidden, target, ids)
+
+    def log_normaliser(self, hidden: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
+        """Exact ``(log Z, s_target)`` over the whole vocabulary, memory-bounded, differentiable."""
+        return self.scorer.log_normaliser(hidden, target)
+
+    def sparse_parameters(self) -> list[nn.Parameter]:
+        return self.scorer.sparse_parameters() if self.sparse_grad else []
+
+    def reset_parameters(self) -> None:
+        """Draw the scorer's initial parameters again, then the objective's own start."""
+        self.scorer.reset_parameters()
+        self._reset_objective()
+
+    def _reset_objective(self) -> None:
+        """Initial values that the objective prescribes (NCE's bias, word2vec's zero rows)."""
+
+    # ------------------------------------------------------------------ exact evaluation
+    def _log_prob(self, hidden: Tensor, target: Tensor) -> Tensor:
+        log_z, target_logit = self.scorer.log_normaliser(hidden, target)
+        return target_logit - log_z
+
+    def _log_softmax(self, hidden: Tensor) -> Tensor:
+        return torch.log_softmax(self.scorer.logits(hidden), dim=1)
+
+    def _topk(self, hidden: Tensor, k: int) -> tuple[Tensor, Tensor]:
+        return self.scorer.topk(hidden, k)
+
+    # ------------------------------------------------------------------ approximate top-k (bigvocab.index)
+    def _indexed_rows(self) -> tuple[Tensor, Optional[Tensor]]:
+        if not self.scorer.free_rows:
+            return super()._indexed_rows()
+        return self.scorer.weight, self.scorer.bias
+
+    # ------------------------------------------------------------------ the scorer through the layer
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            scorer = self.__dict__.get("_modules", {}).get("scorer")
+            if scorer is None or name.startswith("__"):
+                raise
+        try:
+            return getattr(scorer, name)
+        except AttributeError:
+            raise AttributeError(f"{type(self).__name__!r} and its scorer have no attribute {name!r}") from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # ``layer.bias -= x`` assigns the result back: it must land where the parameter lives.
+        scorer = self.__dict__.get("_modules", {}).get("scorer")
+        if scorer is not None and not self._owns(name) and hasattr(scorer, name):
+            setattr(scorer, name, value)
+        else:
+            super().__setattr__(name, value)
+
+    def _owns(self, name: str) -> bool:
+        return (
+            name in self.__dict__
+            or hasattr(type(self), name)
+            or any(name in self.__dict__.get(store, {}) for store in ("_parameters", "_buffers", "_modules"))
+        )
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):  # type: ignore[override]
+        # Keys of the one-class layers (``weight``, ``cnn.*``...) belong to the scorer now.
+        own = set(self._parameters) | set(self._buffers) | set(self._modules)
+        for key in [k for k in state_dict if k.startswith(prefix)]:
+            if key[len(prefix):].split(".", 1)[0] not in own:
+                state_dict[prefix + "scorer." + key[len(prefix):]] = state_dict.pop(key)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+
+def _named_keywords(cls: type) -> set[str]:
+    """The keyword-only parameters a constructor names (its ``**kwargs`` aside)."""
+    return {p.name for p in inspect.signature(cls).parameters.values() if p.kind is p.KEYWORD_ONLY}

@@ -1,0 +1,70 @@
+"""Scorers of the form s_w = h . e_w + b_w: an output embedding e_w (H,) per class and a bias.
+
+:class:`RowScorer` writes the scoring maths once -- gathered scores, the chunked exact log Z and
+top-k (:mod:`bigvocab.outputs.functional`) -- and leaves a subclass only *where the rows come
+from*: a free (V, H) matrix (``linear``) or a function of the word (``cnn``'s CharCNN).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import Tensor, nn
+
+from bigvocab.outputs.functional import chunked_logsumexp, chunked_topk, gather_rows
+from bigvocab.outputs.scorers.base import Scorer
+
+
+class RowScorer(Scorer):
+    """s_w(h) = h . e_w + b_w. Subclasses give :meth:`rows` and :meth:`all_rows` and may hold a
+    ``bias`` (V,) parameter (None when the scorer has no bias)."""
+
+    bias: Optional[nn.Parameter]
+
+    def rows(self, ids: Tensor) -> Tensor:
+        """Output embeddings of ``ids`` (M,) -> (M, H); gradients only to those words' rows."""
+        raise NotImplementedError
+
+    def all_rows(self) -> Tensor:
+        """All V output embeddings (V, H)."""
+        raise NotImplementedError
+
+    def _bias_of(self, ids: Tensor) -> Optional[Tensor]:
+        return None if self.bias is None else gather_rows(self.bias, ids, sparse=self.sparse_grad)
+
+    def class_logits(self, hidden: Tensor, ids: Tensor) -> Tensor:
+        flat = ids.reshape(-1)
+        return self._dots(hidden, self.rows(flat), self._bias_of(flat), ids.shape)
+
+    def target_and_class_logits(self, hidden: Tensor, target: Tensor, ids: Tensor) -> tuple[Tensor, Tensor]:
+        # One gather (one CNN pass, for computed rows) over the targets and the ids together.
+        both = torch.cat([target, ids.reshape(-1)])
+        rows, bias = self.rows(both), self._bias_of(both)
+        n = target.shape[0]
+        target_logit = self._dots(hidden, rows[:n], None if bias is None else bias[:n], (n, 1)).squeeze(1)
+        return target_logit, self._dots(hidden, rows[n:], None if bias is None else bias[n:], ids.shape)
+
+    def _dots(self, hidden: Tensor, rows: Tensor, bias: Optional[Tensor], shape: torch.Size) -> Tensor:
+        """Scores of rows (M, H) (+ bias (M,)) gathered for ids of ``shape``: (M,) shared by
+        every hidden row, or (N, M') one set per row -> (N, M) or (N, M')."""
+        if len(shape) == 1:
+            logits = hidden @ rows.t()
+        else:
+            logits = torch.bmm(rows.reshape(*shape, self.in_features), hidden.unsqueeze(2)).squeeze(2)
+        return logits if bias is None else logits + bias.reshape(shape)
+
+    def log_normaliser(self, hidden: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
+        return chunked_logsumexp(
+            hidden, self.all_rows(), self.bias, target, max_chunk_elements=self.max_chunk_elements
+        )
+
+    def topk(self, hidden: Tensor, k: int) -> tuple[Tensor, Tensor]:
+        return chunked_topk(hidden, self.all_rows(), self.bias, k, max_chunk_elements=self.max_chunk_elements)
+
+    def logits(self, hidden: Tensor) -> Tensor:
+        logits = hidden @ self.all_rows().t()
+        return logits if self.bias is None else logits + self.bias
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, num_classes={self.num_classes}, bias={self.bias is not None}"

@@ -1,0 +1,81 @@
+"""The Scorer contract, run over every registered scorer against brute force: scores of chosen
+ids (shared and per row), their sparse gradients, and the streamed log Z and top-k, each equal
+to the same quantity read off the scorer's full (N, V) score matrix."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from reference_checks import assert_matches_reference
+
+from bigvocab.factory import list_scorers
+from bigvocab.registry import SCORERS
+
+V, H, N = 29, 5, 4
+WORDS = [f"{chr(97 + i % 26)}{'xy' * (i % 3)}{i}" for i in range(V)]
+OPTIONS = {"cnn": {"words": WORDS, "char_dim": 4, "filters": ((1, 3), (2, 2)), "correction_dim": 3}}
+
+
+@pytest.fixture(params=list_scorers())
+def scorer(request):
+    torch.manual_seed(0)
+    built = SCORERS.create(request.param, H, V, max_chunk_elements=3 * N, **OPTIONS.get(request.param, {}))
+    built = built.double()
+    with torch.no_grad():
+        for param in built.parameters():
+            param.add_(torch.randn_like(param) * 0.3)
+    return built
+
+
+def _inputs():
+    hidden = torch.randn(N, H, dtype=torch.float64, requires_grad=True)
+    target = torch.tensor([0, 28, 5, 5])
+    return hidden, target
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_chosen_scores_match_the_full_matrix(scorer, sparse):
+    scorer.sparse_grad = sparse
+    hidden, target = _inputs()
+    inputs = [hidden, *scorer.parameters()]
+    shared = torch.tensor([3, 0, 3, 17])
+    per_row = torch.tensor([[1, 2], [28, 0], [5, 5], [9, 4]])
+    assert_matches_reference(scorer.class_logits(hidden, shared), scorer.logits(hidden)[:, shared], inputs)
+    assert_matches_reference(scorer.class_logits(hidden, per_row), scorer.logits(hidden).gather(1, per_row), inputs)
+    assert_matches_reference(
+        scorer.target_logits(hidden, target), scorer.logits(hidden).gather(1, target[:, None]).squeeze(1), inputs
+    )
+    for ids in (shared, per_row):
+        got_target, got = scorer.target_and_class_logits(hidden, target, ids)
+        assert_matches_reference(torch.cat([got_target[:, None], got], 1),
+                                 torch.cat([scorer.target_logits(hidden, target)[:, None], scorer.class_logits(hidden, ids)], 1),
+                                 inputs)
+
+
+def test_sparse_gradients_touch_only_the_chosen_rows(scorer):
+    scorer.sparse_grad = True
+    hidden, _ = _inputs()
+    ids = torch.tensor([3, 0, 3, 17])
+    scorer.class_logits(hidden, ids).sum().backward()
+    assert scorer.sparse_parameters(), "a scorer with per-word rows must name them"
+    for param in scorer.sparse_parameters():
+        assert param.grad.is_sparse
+        assert set(param.grad.coalesce().indices()[0].tolist()) <= {0, 3, 17}
+
+
+def test_log_normaliser_is_the_streamed_logsumexp(scorer):
+    hidden, target = _inputs()
+    inputs = [hidden, *scorer.parameters()]
+    assert_matches_reference(scorer.log_normaliser(hidden, target)[0], scorer.logits(hidden).logsumexp(1), inputs)
+    assert_matches_reference(
+        scorer.log_normaliser(hidden, target)[1], scorer.logits(hidden).gather(1, target[:, None]).squeeze(1), inputs
+    )
+
+
+@pytest.mark.parametrize("k", [1, 6, V])
+def test_topk_is_the_streamed_exact_topk(scorer, k):
+    hidden, _ = _inputs()
+    values, ids = scorer.topk(hidden, k)
+    ref_values, ref_ids = torch.log_softmax(scorer.logits(hidden), 1).topk(k, dim=1)
+    torch.testing.assert_close(values, ref_values, atol=1e-12, rtol=0)
+    assert torch.equal(ids, ref_ids)
