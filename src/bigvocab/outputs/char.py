@@ -57,7 +57,7 @@ class Trie:
     child_start, child_count: (nodes,) where a node's children sit (children of one node are
     consecutive ids). path: (V, L + 1) the node before each output symbol of each word, and
     spelling: (V, L + 1) those output symbols (end last, then 0s), lengths: (V,) including end.
-    levels: node ids of each depth.
+    levels: (start, stop) node ids of each depth (breadth-first numbering makes them ranges).
     """
 
     parent: Tensor
@@ -69,7 +69,7 @@ class Trie:
     path: Tensor
     spelling: Tensor
     lengths: Tensor
-    levels: list[Tensor]
+    levels: list[tuple[int, int]]
 
 
 def build_trie(words: Sequence[str], alphabet: dict[str, int]) -> Trie:
@@ -93,7 +93,9 @@ def build_trie(words: Sequence[str], alphabet: dict[str, int]) -> Trie:
         path[i, : len(w) + 1] = torch.tensor([node_of[w[:d]] for d in range(len(w) + 1)])
         spelling[i, : len(w)] = torch.tensor([alphabet[c] for c in w])
     depth = torch.tensor([len(p) for p in prefixes])
-    levels = [(depth == d).nonzero().flatten() for d in range(longest + 1)]
+    sizes = torch.bincount(depth).tolist()
+    starts = [sum(sizes[:d]) for d in range(len(sizes))]
+    levels = [(start, start + size) for start, size in zip(starts, sizes)]
     lengths = torch.tensor([len(w) + 1 for w in words])
     return Trie(parent, symbol, word, allowed, child_start, child_count, path, spelling, lengths, levels)
 
@@ -115,8 +117,6 @@ class CharacterSoftmax(OutputLayer):
             answered from the full distribution instead (a flat, untrained model prunes little).
         max_chunk_elements: floats held at once by a trie pass (default 2**24).
     """
-
-    topk_by_search = True
 
     def __init__(
         self,
@@ -142,6 +142,8 @@ class CharacterSoftmax(OutputLayer):
         if cell not in CELLS:
             raise ConfigError(f"char: cell must be one of {sorted(CELLS)}, got {cell!r}")
         self.constrained = bool(constrained)
+        # Open mode's top-k needs log Z over V, so it scores the whole trie instead of searching.
+        self.topk_by_search = self.constrained
         self.cell_kind = cell
         self.alphabet = sorted({c for w in words for c in w})
         self.symbols = {c: i + 1 for i, c in enumerate(self.alphabet)}
@@ -149,7 +151,7 @@ class CharacterSoftmax(OutputLayer):
         for name, value in vars(trie).items():
             if isinstance(value, Tensor):
                 self.register_buffer(name, value, persistent=False)
-        self._level_ids = trie.levels
+        self.levels = trie.levels
         size = check_positive_int("decoder_size", decoder_size)
         num_symbols = len(self.alphabet) + 1
         # Input symbols: the characters (1..A) and a begin symbol (0); the end is never an input.
@@ -229,7 +231,7 @@ class CharacterSoftmax(OutputLayer):
     def _word_log_probs(self, hidden: Tensor) -> Tensor:
         """(N, H) -> (N, V): each word's path log-probability, level by level over the trie, in
         row chunks that bound the (rows, level nodes, S) states held at once."""
-        widest = max(len(level) for level in self._level_ids)
+        widest = max(stop - start for start, stop in self.levels)
         per_row = widest * (self.cell.hidden_size * 8 + self.output.out_features)
         rows = max(1, self.max_chunk_elements // per_row)
         return torch.cat([self._word_log_probs_chunk(hidden[i : i + rows]) for i in range(0, hidden.shape[0], rows)])
@@ -240,11 +242,11 @@ class CharacterSoftmax(OutputLayer):
         state = state[:, None]  # (n, nodes of the level, S)
         prefix = hidden.new_zeros(n, 1)
         out = hidden.new_empty(n, self.num_classes)
-        previous: Optional[Tensor] = None
-        for nodes in self._level_ids:
-            if previous is not None:
+        for depth, (start, stop) in enumerate(self.levels):
+            nodes = torch.arange(start, stop, device=hidden.device)
+            if depth:
                 # Levels are contiguous id ranges, so a parent's place in its level is an offset.
-                parent_position = self.parent[nodes] - previous[0]
+                parent_position = self.parent[nodes] - self.levels[depth - 1][0]
                 inputs = self.embedding(self.symbol[nodes])[None] + condition[:, None]
                 state = self._step(
                     inputs.reshape(-1, inputs.shape[-1]), state[:, parent_position].reshape(-1, state.shape[-1])
@@ -253,7 +255,6 @@ class CharacterSoftmax(OutputLayer):
             symbol_log_p = self._symbol_log_probs(state.reshape(-1, state.shape[-1]), nodes.repeat(n)).reshape(n, len(nodes), -1)
             ends = self.word[nodes] >= 0
             out[:, self.word[nodes][ends]] = prefix[:, ends] + symbol_log_p[:, ends, END]
-            previous = nodes
         return out
 
     def _log_softmax(self, hidden: Tensor) -> Tensor:
