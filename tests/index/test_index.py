@@ -173,3 +173,12 @@ def test_ragged_topk_matches_a_loop():
         torch.testing.assert_close(best[g, :width], want[:width])
         assert torch.equal(best_ids[g, :width], ids[group == g][order[:width]])
         assert (best_ids[g, width:] == -1).all() and torch.isinf(best[g, width:]).all()
+
+
+def test_the_default_kind_is_faiss_ivf_where_faiss_is_installed_else_lsh(monkeypatch):
+    from bigvocab.index import default_kind
+
+    layer, _ = _clustered_layer()
+    assert layer.build_index().kind == default_kind()
+    monkeypatch.setitem(sys.modules, "faiss", None)
+    assert default_kind() == "lsh" and layer.build_index().kind == "lsh"

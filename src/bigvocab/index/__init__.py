@@ -11,7 +11,15 @@ from bigvocab.index import faiss_hnsw  # noqa: F401  (registers)
 from bigvocab.index import hnsw  # noqa: F401  (registers)
 from bigvocab.index.base import INDEXES, ApproxIndex, StaleIndexError, build_index, list_index_kinds
 
-#: What ``build_index`` builds when no kind is named: the kind needing no extra package.
-DEFAULT_KIND = "lsh"
 
-__all__ = ["ApproxIndex", "StaleIndexError", "build_index", "list_index_kinds", "INDEXES", "DEFAULT_KIND"]
+def default_kind() -> str:
+    """``faiss-ivf`` where faiss is installed (at V = 1M: recall@10 0.99 at ~160x over exact
+    top-10, results/ann), else ``lsh``, the kind that needs nothing (and finds far less)."""
+    try:
+        import faiss  # noqa: F401
+    except ImportError:
+        return "lsh"
+    return "faiss-ivf"
+
+
+__all__ = ["ApproxIndex", "StaleIndexError", "build_index", "default_kind", "list_index_kinds", "INDEXES"]

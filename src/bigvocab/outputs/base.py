@@ -118,11 +118,11 @@ class OutputLayer(nn.Module):
     # ------------------------------------------------------------------ approximate top-k (bigvocab.index)
     def build_index(self, kind: Optional[str] = None, **options: Any):
         """An approximate top-k index over the layer's output rows [W_w, b_w] (see
-        :mod:`bigvocab.index`; ``kind`` defaults to ``bigvocab.index.DEFAULT_KIND``). It is a cache
+        :mod:`bigvocab.index`; ``kind`` defaults to ``bigvocab.index.default_kind()``). It is a cache
         of the weights: once they change, ``topk(index=)`` refuses it until it is rebuilt."""
-        from bigvocab.index import DEFAULT_KIND, build_index
+        from bigvocab.index import build_index, default_kind
 
-        return build_index(*self._indexed_rows(), kind=kind or DEFAULT_KIND, **options)
+        return build_index(*self._indexed_rows(), kind=kind or default_kind(), **options)
 
     def _topk_indexed(self, hidden: Tensor, k: int, index, normalise: bool) -> tuple[Tensor, Tensor]:
         weight, bias = self._indexed_rows()
