@@ -129,7 +129,8 @@ def test_topk_is_exact_and_the_search_prunes_a_peaked_model(constrained):
     for k in (1, 3, V):
         assert_topk_is_exact(layer, hidden, k)
     if constrained:
-        _, _, found, spent = layer._search(hidden, 2, bound=layer._search(hidden, 2, beam=True)[0])
+        bound = layer._search(hidden, 2, beam=True)[0][:, 1]
+        _, _, found, spent = layer._search(hidden, 2, bound=bound)
         assert (found >= 2).all() and (spent < layer.parent.shape[0]).any()
 
 

@@ -272,7 +272,7 @@ class CharacterSoftmax(OutputLayer):
         if not self.constrained:  # log Z over V is needed anyway: one trie pass
             return self._log_softmax(hidden).topk(k, dim=1)
         with torch.no_grad():
-            bound = self._search(hidden, k, beam=True)[0]
+            bound = self._search(hidden, k, beam=True)[0][:, k - 1]
             # Slack for rounding: the words that set the bound must pass again.
             bound = bound - 64 * torch.finfo(hidden.dtype).eps * (1 + bound.abs())
             values, ids, found, spent = self._search(hidden, k, bound=bound)
@@ -288,7 +288,8 @@ class CharacterSoftmax(OutputLayer):
         it is among the query's k best of its level (``beam``) or its log-probability is at least
         ``bound`` (N,), which then also filters the words. Returns the k best words found
         (values, ids), how many words were found and how many prefixes were expanded, per query
-        (N,). With ``beam`` the k-th value found is a lower bound on the true k-th best."""
+        (N,). With ``beam`` the k-th value found is a lower bound on the true k-th best (-inf
+        when the beam found fewer than k words)."""
         n = hidden.shape[0]
         condition, state = self._start(hidden)
         query = torch.arange(n, device=hidden.device)
@@ -325,7 +326,7 @@ class CharacterSoftmax(OutputLayer):
         values, ids, found = ragged_topk(
             torch.cat(found_query), torch.cat(found_word), torch.cat(found_log_p), n, k
         )
-        return values[:, k - 1] if beam else values, ids, found, spent
+        return values, ids, found, spent
 
     def extra_repr(self) -> str:
         return (
