@@ -118,6 +118,9 @@ class CharacterSoftmax(OutputLayer):
         max_chunk_elements: floats held at once by a trie pass (default 2**24).
     """
 
+    #: Constrained top-k searches the trie (the default); an open layer sets its own False.
+    topk_by_search = True
+
     def __init__(
         self,
         in_features: int,
