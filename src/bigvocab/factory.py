@@ -11,13 +11,15 @@ them passes them always and never needs to know which layer reads what.
 from __future__ import annotations
 
 import difflib
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping
 
 from bigvocab.errors import ConfigError
 from bigvocab.registry import OUTPUTS, SAMPLERS, SCORERS, Registry, keyword_options
 
 
-def _build(registry: Registry, name: str, args: tuple, side: Mapping[str, Any], kwargs: dict) -> Any:
+def build(registry: Registry, name: str, args: tuple, side: Mapping[str, Any], kwargs: dict) -> Any:
+    """``registry``'s ``name`` built with positional ``args``, the side inputs it declares among
+    ``side`` (None values are dropped) and ``kwargs``, each checked against its options."""
     factory = registry.get(name)
     declared = getattr(factory, "accepted_options", None)
     options = declared(kwargs) if declared is not None else keyword_options(factory)
@@ -55,7 +57,7 @@ def create_output(
     ``counts``, ``words`` and ``vectors`` go only to the layers that read them.
     """
     side = {"counts": counts, "words": words, "vectors": vectors}
-    return _build(OUTPUTS, name, (in_features, num_classes), side, kwargs)
+    return build(OUTPUTS, name, (in_features, num_classes), side, kwargs)
 
 
 def output_side_inputs(name: str, **options: Any) -> frozenset[str]:
@@ -66,7 +68,7 @@ def output_side_inputs(name: str, **options: Any) -> frozenset[str]:
 
 def create_sampler(name: str, num_classes: int, *, counts=None, **kwargs: Any):
     """Build the registered sampler ``name`` (see :func:`list_samplers`)."""
-    return _build(SAMPLERS, name, (num_classes,), {"counts": counts}, kwargs)
+    return build(SAMPLERS, name, (num_classes,), {"counts": counts}, kwargs)
 
 
 def list_outputs() -> list[str]:

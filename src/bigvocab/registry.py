@@ -1,4 +1,4 @@
-"""Name -> constructor registries for output layers, scorers, samplers and models.
+"""Name -> constructor registries for output layers, scorers, samplers, models and hsm trees.
 
 A layer becomes usable from Python, the CLI, the contract tests and the benchmark the moment it is
 decorated with ``@OUTPUTS.register("name")``; nothing else needs to know it exists.
@@ -70,4 +70,5 @@ def keyword_options(factory: Callable[..., Any]) -> Optional[set[str]]:
 OUTPUTS: Registry = Registry("output layer")
 SCORERS: Registry = Registry("scorer")
 SAMPLERS: Registry = Registry("sampler")
+TREES: Registry = Registry("tree")
 MODELS: Registry = Registry("model")

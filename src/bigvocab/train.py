@@ -1,7 +1,7 @@
 """Training loop shared by every model and output layer.
 
 The :class:`Trainer` knows nothing about a particular method: it asks the model for its batches
-and its loss, and keeps sparse gradients sparse by giving ``model.sparse_params()`` an optimiser
+and its loss, and keeps sparse gradients sparse by giving ``model.sparse_parameters()`` an optimiser
 that accepts them (plain SGD, Adagrad, or ``SparseAdam`` -- the "lazy" Adam that updates only the
 rows a step touched). Runs are reproducible and resumable bit for bit (see :class:`Trainer` for
 the one exception): every epoch shuffles with its own generator seeded from ``(seed, epoch)``,
@@ -153,7 +153,7 @@ def _sparse_optimizer(params: list[nn.Parameter], config: TrainConfig) -> Option
 def build_optimizers(model: nn.Module, config: TrainConfig) -> tuple[list[torch.optim.Optimizer], list[nn.Parameter]]:
     """``(optimisers, dense_params)`` for ``model`` under ``config``.
 
-    Parameters in ``model.sparse_params()`` get the sparse-capable variant of the chosen method.
+    Parameters in ``model.sparse_parameters()`` get the sparse-capable variant of the chosen method.
     Momentum, Nesterov, RMSprop and Adadelta keep a running state that changes every row at every
     step, and weight decay shrinks every row, so for them a sparse gradient cannot save work: those
     parameters join the dense optimiser, their gradients are made dense each step (the exact
@@ -161,7 +161,7 @@ def build_optimizers(model: nn.Module, config: TrainConfig) -> tuple[list[torch.
     sparse gradients the trainer densifies before stepping.
     """
     params = [p for p in model.parameters() if p.requires_grad]
-    declared = getattr(model, "sparse_params", lambda: [])()
+    declared = getattr(model, "sparse_parameters", lambda: [])()
     sparse_ids = {id(p) for p in declared if p.requires_grad}
     sparse = [p for p in params if id(p) in sparse_ids]
     dense = [p for p in params if id(p) not in sparse_ids]
@@ -341,7 +341,7 @@ class Trainer:
 
     Args:
         model: a :class:`bigvocab.models.base.LanguageModel` (``batches``, ``loss``, ``log_prob``,
-            ``sparse_params``).
+            ``sparse_parameters``).
         train_ids: (N,) token ids of the training split.
         valid_ids: (M,) token ids for validation perplexity, or None (then there is no best.pt,
             no early stopping, and the plateau schedule is refused).
@@ -386,7 +386,7 @@ class Trainer:
         self.meta = dict(meta or {})
         self.model = model.to(self.device)
         self.optimizers, self._dense_params = build_optimizers(self.model, self.config)
-        declared = getattr(self.model, "sparse_params", lambda: [])()
+        declared = getattr(self.model, "sparse_parameters", lambda: [])()
         self._undeclared = {id(p) for p in self._dense_params} - {id(p) for p in declared}
         # position and history (everything a checkpoint must restore)
         self.epoch = 0  # completed epochs
@@ -608,7 +608,7 @@ class Trainer:
 
     def _densify(self) -> None:
         """Dense optimisers get dense gradients (see :func:`build_optimizers`). A sparse gradient
-        on a parameter the model did not declare in ``sparse_params()`` is a model bug that costs
+        on a parameter the model did not declare in ``sparse_parameters()`` is a model bug that costs
         speed, not correctness: it is densified and reported once."""
         for param in self._dense_params:
             if param.grad is not None and param.grad.is_sparse:
@@ -616,7 +616,7 @@ class Trainer:
                     self._undeclared.discard(id(param))
                     name = next(n for n, p in self.model.named_parameters() if p is param)
                     warnings.warn(f"parameter {name!r} received a sparse gradient but is not in "
-                                  "model.sparse_params(); it is trained with dense updates", stacklevel=2)
+                                  "model.sparse_parameters(); it is trained with dense updates", stacklevel=2)
                 param.grad = param.grad.to_dense()
 
     def _non_finite(self, what: str, batch: dict[str, Any]) -> NonFiniteError:

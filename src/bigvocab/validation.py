@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 from bigvocab.errors import ConfigError
 
@@ -14,11 +15,11 @@ def check_positive_int(name: str, value: object) -> int:
 
 
 def check_flag(name: str, value: object) -> bool:
-    """``value`` if it is a bool, or a :class:`ConfigError` naming the argument (1 and 0 are
-    refused: a flag given a number is usually a misplaced option)."""
-    if not isinstance(value, bool):
-        raise ConfigError(f"{name} must be True or False, got {value!r}")
-    return value
+    """A boolean option as a bool; 0 and 1 are accepted too (gensim spells ``cbow_mean=1``),
+    anything else is a :class:`ConfigError` naming the argument."""
+    if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
+        return bool(value)
+    raise ConfigError(f"{name} must be True or False (or 1 or 0), got {value!r}")
 
 
 def check_nonnegative_int(name: str, value: object) -> int:
@@ -44,8 +45,25 @@ def check_positive_float(name: str, value: float) -> float:
     return float(value)
 
 
-def check_num_samples(num_samples: object, num_classes: int) -> int:
-    """k must satisfy 1 <= k < V: drawing V or more negatives is the full softmax done badly."""
+def check_nonnegative_float(name: str, value: object) -> float:
+    """A finite number >= 0 as a float, or a :class:`ConfigError` naming the argument."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ConfigError(f"{name} must be a finite number >= 0, got {value!r}")
+    return float(value)
+
+
+def check_finite_float(name: str, value: object) -> float:
+    """A finite number as a float, or a :class:`ConfigError` naming the argument."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def check_num_samples(num_samples: object, num_classes: int, *, default: Optional[int] = None) -> int:
+    """k must satisfy 1 <= k < V: drawing V or more negatives is the full softmax done badly.
+    None means ``default`` capped at V - 1 (every sampling layer reads None so)."""
+    if num_samples is None and default is not None:
+        num_samples = min(default, num_classes - 1)
     k = check_positive_int("num_samples", num_samples)
     if k >= num_classes:
         raise ConfigError(

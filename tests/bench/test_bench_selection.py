@@ -1,5 +1,5 @@
-"""Which rows the benchmark runs: every registered layer (hsm once per tree), the peers, and
-``--outputs`` pattern selection with clear errors."""
+"""Which rows the benchmark runs: every registered layer (once per declared variant), the peers,
+and ``--outputs`` pattern selection with clear errors."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import pytest
 
 import bigvocab
 from bigvocab.bench.peers import PEERS
-from bigvocab.bench.selection import VARIANTS, all_candidates, candidate_by_label, select_candidates
+from bigvocab.bench.selection import all_candidates, candidate_by_label, select_candidates
+from bigvocab.registry import OUTPUTS, TREES
 
 
 def labels(candidates) -> list[str]:
@@ -18,10 +19,11 @@ def test_every_registered_layer_and_every_peer_is_a_row():
     rows = all_candidates()
     methods = {c.method for c in rows}
     assert set(bigvocab.list_outputs()) <= methods
-    assert set(PEERS) <= methods
-    for name, variants in VARIANTS.items():
-        if name in bigvocab.list_outputs():
-            assert {f"{name}[{v}]" for v in variants} <= set(labels(rows))
+    assert set(PEERS.names()) <= methods
+    for name in bigvocab.list_outputs():
+        variants = OUTPUTS.get(name).variants
+        assert {f"{name}[{v}]" for v in variants} <= set(labels(rows))
+    assert {"neg[per-example]", "neg[shared]"} <= set(labels(rows))
     assert len(labels(rows)) == len(set(labels(rows)))
 
 
@@ -37,9 +39,8 @@ def test_patterns_select_by_label_or_method_and_full_always_leads():
     assert labels(select_candidates(["torch-linear", "full"])) == ["full", "torch-linear"]
 
 
-@pytest.mark.skipif("hsm" not in bigvocab.list_outputs(), reason="hsm not registered")
 def test_hsm_pattern_expands_to_every_tree_and_brackets_are_literal():
-    assert labels(select_candidates(["hsm*"])) == ["full"] + [f"hsm[{v}]" for v in VARIANTS["hsm"]]
+    assert labels(select_candidates(["hsm*"])) == ["full"] + [f"hsm[{v}]" for v in TREES.names()]
     # fnmatch would read "[class]" as a character class; an exact label wins.
     assert labels(select_candidates(["hsm[class]"])) == ["full", "hsm[class]"]
     assert candidate_by_label("hsm[class]").options == {"tree": "class"}

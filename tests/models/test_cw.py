@@ -108,7 +108,7 @@ def test_no_output_layer_and_no_log_prob():
 def test_word_vectors_and_sparse_gradient():
     model = _model()
     assert model.word_vectors().shape == (V, 3)
-    assert model.sparse_params() == [model.embedding.weight]
+    assert model.sparse_parameters() == [model.embedding.weight]
     model.loss(next(model.batches(torch.arange(V), 4, train=True))).backward()
     assert model.embedding.weight.grad.is_sparse
 

@@ -112,10 +112,10 @@ def test_tying_needs_a_layer_that_can_tie(two_layer_softmax):
 
 def test_sparse_embedding_gradient():
     model = _model(sparse=True)
-    assert model.sparse_params() == [model.embedding.weight]
+    assert model.sparse_parameters() == [model.embedding.weight]
     model.loss(next(model.batches(torch.randint(0, V, (30,)), 3, train=True))).backward()
     assert model.embedding.weight.grad.is_sparse
-    assert _model().sparse_params() == []
+    assert _model().sparse_parameters() == []
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 """Every model with every registered output layer (registry-driven: a new layer is covered the
-moment it is registered): it builds, trains a step, scores exactly, and ``sparse_params`` lists
+moment it is registered): it builds, trains a step, scores exactly, and ``sparse_parameters`` lists
 exactly the parameters whose gradients come out sparse."""
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def _check_one_step(model):
     assert loss.dim() == 0 and torch.isfinite(loss)
     loss.backward()
     assert model.embedding.weight.grad is not None
-    sparse = {id(p) for p in model.sparse_params()}
+    sparse = {id(p) for p in model.sparse_parameters()}
     for name, param in model.named_parameters():
         if param.grad is not None:
             assert param.grad.is_sparse == (id(param) in sparse), name

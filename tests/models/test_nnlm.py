@@ -75,11 +75,11 @@ def test_log_prob_matches_bengio_formula(direct):
 
 def test_embedding_gradient_is_sparse_and_listed():
     model = _model()
-    assert model.sparse_params() == [model.embedding.weight]
+    assert model.sparse_parameters() == [model.embedding.weight]
     model.loss(next(model.batches(torch.arange(V), 4, train=False))).backward()
     assert model.embedding.weight.grad.is_sparse
     dense = _model(sparse=False)
-    assert dense.sparse_params() == []
+    assert dense.sparse_parameters() == []
 
 
 def test_word_vectors_exclude_the_padding_row():

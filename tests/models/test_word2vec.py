@@ -146,7 +146,7 @@ def test_skipgram_has_no_cbow_mean():
 
 def test_sparse_embedding_gradient():
     model = _model("skipgram", 6)
-    assert model.sparse_params() == [model.embedding.weight]
+    assert model.sparse_parameters() == [model.embedding.weight]
     model.loss(next(model.batches(torch.arange(6), 4, train=True))).backward()
     assert model.embedding.weight.grad.is_sparse
 

@@ -102,7 +102,7 @@ def test_output_layers_start_like_word2vec():
     with pytest.raises(ConfigError, match="give that sampler its own power"):
         bigvocab.create_output("neg", H, V, counts=zipf_counts(V), sampler="uniform", ns_exponent=0.5)
     with pytest.raises(ConfigError, match="zero_init must be True or False"):
-        bigvocab.create_output("hsm", H, V, counts=zipf_counts(V), zero_init=1)
+        bigvocab.create_output("hsm", H, V, counts=zipf_counts(V), zero_init="yes")
 
 
 # ------------------------------------------------------------------------------ one step

@@ -2,9 +2,10 @@
 the objective-based layers allow (timm-style: a layer or scorer is tested the moment it is
 registered).
 
-On a small vocabulary, in float64, each layer must give a normalised ``log_softmax``, a
-``log_prob`` equal to it gathered (values and gradients), an exact ``topk``, a finite
-differentiable training loss whose reductions agree, (B, T, H) input, clear errors on bad input,
+On a small vocabulary, each layer built with ``dtype=`` float64 and float32 (and ``device="cuda"``
+where there is one) must be built there, give a normalised ``log_softmax``, a ``log_prob`` equal
+to it gathered (values and gradients), an exact ``topk``, a finite differentiable training loss
+whose reductions agree, (B, T, H) input, clear errors on bad input (wrong dtype, empty batch...),
 and a state_dict that reproduces it.
 """
 from __future__ import annotations
@@ -17,10 +18,8 @@ from bigvocab.factory import list_scorers
 
 V, H = 37, 6
 
-#: Options that select a different algorithm inside one registered name; every registered name is
-#: also tested with its defaults.
-VARIANTS: dict[str, list[dict]] = {
-    "hsm": [{"tree": "huffman"}, {"tree": "balanced"}, {"tree": "random"}, {"tree": "class"}, {"tree": "clustered"}],
+#: Options tested besides each layer's defaults and its declared ``variants`` (hsm's trees...).
+EXTRA_CASES: dict[str, list[dict]] = {
     "sampled": [{"shared": False}, {"remove_accidental_hits": False}],
     "nce": [{"normaliser": "learned"}],
     "char": [{"constrained": False}, {"cell": "gru"}],
@@ -42,7 +41,8 @@ def _cases() -> list[tuple[str, dict]]:
         default = getattr(layer_class, "default_scorer", None)
         small = SMALL_CNN if default == "cnn" else {}
         cases.append((name, small))
-        cases.extend((name, {**small, **options}) for options in VARIANTS.get(name, []))
+        options = [*layer_class.variants.values(), *EXTRA_CASES.get(name, [])]
+        cases.extend((name, {**small, **option}) for option in options if option)
         if "scorer" in layer_class.accepted_options({}):
             cases.extend((name, _scorer_options(s)) for s in list_scorers() if s != default)
     return cases
@@ -64,16 +64,30 @@ def _side_data() -> dict:
     return {"counts": counts, "words": words, "vectors": vectors}
 
 
-def build(name: str, options: dict) -> bigvocab.OutputLayer:
+#: (dtype, device) of the matrix; float64 first, where round-off cannot hide a wrong formula.
+PLACES = [(torch.float64, "cpu"), (torch.float32, "cpu")]
+if torch.cuda.is_available():
+    PLACES += [(torch.float64, "cuda"), (torch.float32, "cuda")]
+
+#: Tolerance of "exact" comparisons per dtype: round-off of a few dozen operations.
+TOLERANCE = {torch.float64: 1e-9, torch.float32: 2e-5}
+
+
+def build(name: str, options: dict, dtype: torch.dtype = torch.float64, device: str = "cpu") -> bigvocab.OutputLayer:
     torch.manual_seed(3)
-    return bigvocab.create_output(name, H, V, **_side_data(), **options).double()
+    return bigvocab.create_output(name, H, V, **_side_data(), **options, dtype=dtype, device=device)
+
+
+@pytest.fixture(params=PLACES, ids=lambda place: f"{str(place[0])[6:]}-{place[1]}")
+def place(request):
+    return request.param
 
 
 @pytest.fixture(params=_cases(), ids=_case_id)
-def layer(request):
+def layer(request, place):
     name, options = request.param
-    built = build(name, options)
-    built.contract_case = (name, options)
+    built = build(name, options, *place)
+    built.contract_case = (name, options, *place)
     # Perturb every parameter so that no layer passes by having symmetric (e.g. zero) initial weights.
     with torch.no_grad():
         for param in built.parameters():
@@ -81,25 +95,45 @@ def layer(request):
     return built
 
 
-def _inputs(n: int = 5):
-    hidden = torch.randn(n, H, dtype=torch.float64)
-    target = torch.arange(n) * 7 % V
+def _where(layer) -> dict:
+    param = next(layer.parameters())
+    return {"dtype": param.dtype, "device": param.device}
+
+
+def _tolerance(layer) -> float:
+    return TOLERANCE[next(layer.parameters()).dtype]
+
+
+def _inputs(layer, n: int = 5):
+    hidden = torch.randn(n, H, **_where(layer))
+    target = (torch.arange(n) * 7 % V).to(_where(layer)["device"])
     return hidden, target
 
 
+def test_built_in_the_dtype_and_on_the_device_asked(layer):
+    _, _, dtype, device = layer.contract_case
+    for tensor in [*layer.parameters(), *(b for b in layer.buffers() if b.is_floating_point())]:
+        assert tensor.device.type == device
+    assert all(p.dtype == dtype for p in layer.parameters())
+    sampler = getattr(layer, "sampler", None)
+    if sampler is not None:
+        assert sampler.device.type == device and sampler.dtype == dtype
+
+
 def test_log_softmax_is_normalised(layer):
-    hidden, _ = _inputs()
+    hidden, _ = _inputs(layer)
     log_p = layer.log_softmax(hidden)
     assert log_p.shape == (5, V)
-    torch.testing.assert_close(log_p.logsumexp(1), torch.zeros(5, dtype=torch.float64), atol=1e-9, rtol=0)
+    torch.testing.assert_close(log_p.logsumexp(1), torch.zeros(5, **_where(layer)), atol=_tolerance(layer), rtol=0)
 
 
 def test_log_prob_equals_gathered_log_softmax(layer):
-    hidden, target = _inputs()
+    hidden, target = _inputs(layer)
     hidden.requires_grad_(True)
+    tol = _tolerance(layer)
     ours = layer.log_prob(hidden, target)
     reference = layer.log_softmax(hidden).gather(1, target[:, None]).squeeze(1)
-    torch.testing.assert_close(ours, reference, atol=1e-9, rtol=1e-9)
+    torch.testing.assert_close(ours, reference, atol=tol, rtol=tol)
     params = [p for p in layer.parameters() if p.requires_grad]
     got = torch.autograd.grad(ours.sum(), [hidden, *params], allow_unused=True)
     want = torch.autograd.grad(reference.sum(), [hidden, *params], allow_unused=True)
@@ -107,24 +141,25 @@ def test_log_prob_equals_gathered_log_softmax(layer):
         if g is None or w is None:
             assert (g is None or not g.to_dense().any()) and (w is None or not w.to_dense().any())
             continue
-        torch.testing.assert_close(g.to_dense(), w.to_dense(), atol=1e-9, rtol=1e-7)
+        torch.testing.assert_close(g.to_dense(), w.to_dense(), atol=tol, rtol=100 * tol)
 
 
 def test_topk_is_exact(layer):
-    hidden, _ = _inputs()
+    hidden, _ = _inputs(layer)
+    tol = _tolerance(layer)
     for k in (1, 4, V):
         values, ids = layer.topk(hidden, k)
         ref_values, ref_ids = layer.log_softmax(hidden).topk(k, dim=1)
-        torch.testing.assert_close(values, ref_values, atol=1e-9, rtol=1e-9)
+        torch.testing.assert_close(values, ref_values, atol=tol, rtol=tol)
         # Ids must agree wherever the values are not tied.
         gaps = ref_values[:, :-1] - ref_values[:, 1:]
-        distinct = torch.cat([gaps > 1e-9, torch.ones(ids.shape[0], 1, dtype=torch.bool)], 1)
+        distinct = torch.cat([gaps > tol, torch.ones(ids.shape[0], 1, dtype=torch.bool, device=gaps.device)], 1)
         assert torch.equal(ids[distinct], ref_ids[distinct])
 
 
 def test_training_loss_is_finite_differentiable_and_reductions_agree(layer):
     layer.train()
-    hidden, target = _inputs(8)
+    hidden, target = _inputs(layer, 8)
     hidden.requires_grad_(True)
     torch.manual_seed(11)
     per_example = layer.loss(hidden, target, reduction="none")
@@ -145,13 +180,14 @@ def test_training_loss_is_finite_differentiable_and_reductions_agree(layer):
 
 
 def test_batched_sequence_input(layer):
-    hidden = torch.randn(2, 3, H, dtype=torch.float64)
-    target = torch.randint(0, V, (2, 3))
+    hidden = torch.randn(2, 3, H, **_where(layer))
+    target = torch.randint(0, V, (2, 3), device=_where(layer)["device"])
     assert layer.log_prob(hidden, target).shape == (2, 3)
     assert layer.log_softmax(hidden).shape == (2, 3, V)
     values, ids = layer.topk(hidden, 2)
     assert values.shape == ids.shape == (2, 3, 2)
-    torch.testing.assert_close(layer.log_prob(hidden, target), layer.log_prob(hidden.reshape(6, H), target.reshape(6)).reshape(2, 3))
+    flat = layer.log_prob(hidden.reshape(6, H), target.reshape(6)).reshape(2, 3)
+    torch.testing.assert_close(layer.log_prob(hidden, target), flat)
     assert layer.loss(hidden, target, reduction="none").shape == (2, 3)
 
 
@@ -164,15 +200,27 @@ def test_batched_sequence_input(layer):
         ((4, H), torch.full((4,), V), "outside"),
         ((4, H), torch.full((4,), -1), "outside"),
         ((H,), torch.zeros((), dtype=torch.long), r"\(N, H\)"),
+        ((0, H), torch.zeros(0, dtype=torch.long), "empty batch"),
+        ((2, 0, H), torch.zeros(2, 0, dtype=torch.long), "empty batch"),
     ],
 )
 def test_bad_input_is_named(layer, hidden_shape, target, match):
+    if layer.contract_case[3] != "cpu" and match == "outside":
+        pytest.skip("ids are range-checked on the device, asynchronously")
     with pytest.raises((ValueError, TypeError), match=match):
-        layer.loss(torch.randn(*hidden_shape, dtype=torch.float64), target)
+        layer.loss(torch.randn(*hidden_shape, **_where(layer)), target.to(_where(layer)["device"]))
+
+
+def test_hidden_in_another_dtype_is_named(layer):
+    hidden, target = _inputs(layer)
+    other = torch.float32 if hidden.dtype == torch.float64 else torch.float64
+    for call in (lambda h: layer.loss(h, target), lambda h: layer.log_prob(h, target), layer.log_softmax):
+        with pytest.raises(TypeError, match=f"hidden is {other}.*layer's parameters are {hidden.dtype}"):
+            call(hidden.to(other))
 
 
 def test_bad_k_is_named(layer):
-    hidden, _ = _inputs()
+    hidden, _ = _inputs(layer)
     with pytest.raises(bigvocab.ConfigError, match="exceeds"):
         layer.topk(hidden, V + 1)
     with pytest.raises(bigvocab.ConfigError, match="positive"):
@@ -182,7 +230,7 @@ def test_bad_k_is_named(layer):
 def test_state_dict_round_trip(layer):
     fresh = build(*layer.contract_case)
     fresh.load_state_dict(layer.state_dict())
-    hidden, target = _inputs()
+    hidden, target = _inputs(layer)
     layer.eval()
     fresh.eval()
     torch.testing.assert_close(fresh.log_prob(hidden, target), layer.log_prob(hidden, target))

@@ -8,12 +8,14 @@ import pytest
 import torch
 from reference_checks import assert_matches_reference
 
+import bigvocab
 from bigvocab.factory import list_scorers
 from bigvocab.registry import SCORERS
 
 V, H, N = 29, 5, 4
 WORDS = [f"{chr(97 + i % 26)}{'xy' * (i % 3)}{i}" for i in range(V)]
-OPTIONS = {"cnn": {"words": WORDS, "char_dim": 4, "filters": ((1, 3), (2, 2)), "correction_dim": 3}}
+CNN_SHAPE = {"char_dim": 4, "filters": ((1, 3), (2, 2)), "correction_dim": 3}
+OPTIONS = {"cnn": {"words": WORDS, **CNN_SHAPE}}
 
 
 @pytest.fixture(params=list_scorers())
@@ -47,9 +49,8 @@ def test_chosen_scores_match_the_full_matrix(scorer, sparse):
     )
     for ids in (shared, per_row):
         got_target, got = scorer.target_and_class_logits(hidden, target, ids)
-        assert_matches_reference(torch.cat([got_target[:, None], got], 1),
-                                 torch.cat([scorer.target_logits(hidden, target)[:, None], scorer.class_logits(hidden, ids)], 1),
-                                 inputs)
+        want = torch.cat([scorer.target_logits(hidden, target)[:, None], scorer.class_logits(hidden, ids)], 1)
+        assert_matches_reference(torch.cat([got_target[:, None], got], 1), want, inputs)
 
 
 def test_sparse_gradients_touch_only_the_chosen_rows(scorer):
@@ -79,3 +80,27 @@ def test_topk_is_the_streamed_exact_topk(scorer, k):
     ref_values, ref_ids = torch.log_softmax(scorer.logits(hidden), 1).topk(k, dim=1)
     torch.testing.assert_close(values, ref_values, atol=1e-12, rtol=0)
     assert torch.equal(ids, ref_ids)
+
+
+def test_the_scorer_reads_and_writes_through_the_layer():
+    layer = bigvocab.create_output("full", H, V)
+    assert layer.weight is layer.scorer.weight and layer.bias is layer.scorer.bias
+    with torch.no_grad():
+        layer.bias += 1.0  # in place, then assigned back: must land on the scorer's parameter
+    assert layer.bias is layer.scorer.bias and torch.equal(layer.scorer.bias, torch.ones(V))
+    with pytest.raises(AttributeError, match="and its scorer have no attribute 'nope'"):
+        layer.nope
+
+
+def test_a_state_dict_from_before_scorers_still_loads():
+    torch.manual_seed(0)
+    saved = bigvocab.create_output("cnn", H, V, words=WORDS, **CNN_SHAPE)
+    legacy = {key.removeprefix("scorer."): value for key, value in saved.state_dict().items()}
+    assert "weight" not in legacy and "correction" in legacy  # the one-class cnn layer's keys
+    torch.manual_seed(1)
+    fresh = bigvocab.create_output("cnn", H, V, words=WORDS, **CNN_SHAPE)
+    fresh.load_state_dict(legacy)
+    hidden, target = torch.randn(N, H), torch.tensor([0, 28, 5, 5])
+    saved.eval()
+    fresh.eval()
+    torch.testing.assert_close(fresh.log_prob(hidden, target), saved.log_prob(hidden, target))

@@ -51,7 +51,7 @@ class BigramStub(nn.Module):
     def word_vectors(self) -> Tensor:
         return self.embedding.weight.detach()
 
-    def sparse_params(self) -> list[nn.Parameter]:
+    def sparse_parameters(self) -> list[nn.Parameter]:
         return [self.embedding.weight] if self.embedding.sparse else []
 
 

@@ -1,4 +1,5 @@
-"""Number formats shared by the terminal table and the markdown report."""
+"""How the bench prints: number formats shared by the terminal table and the markdown report,
+and the terminal table itself, one line per row as soon as it is measured."""
 
 from __future__ import annotations
 
@@ -61,3 +62,43 @@ def vocab(value: int) -> str:
             text = f"{value / scale:.3g}"
             return text + unit
     return str(value)
+
+
+LABEL_WIDTH = 16
+
+SPEED_HEADER = (
+    f"{'V':>6}  {'approach':<{LABEL_WIDTH}} {'train speed-up [IQR]':>24} {'log_softmax':>11} {'top-10':>8} "
+    f"{'fitted':>8} "
+    f"{'params':>7} {'step MiB':>9} {'GFLOP/s':>8}  status"
+)
+QUALITY_HEADER = (
+    f"{'corpus':<16} {'approach':<{LABEL_WIDTH}} {'test perplexity':>26} {'train s':>8} {'eval s':>7}  status"
+)
+
+
+def _status(row: dict) -> str:
+    if row.get("status") != "ok":
+        return f"ERROR {row.get('error', '')}"
+    if row.get("time_capped"):
+        return f"ok, stopped by the time cap after {row['tokens_seen']:,} tokens"
+    return "ok"
+
+
+def speed_line(row: dict) -> str:
+    """The fraction of the matmul rate is known only at the end of the run (the files have it);
+    the line shows the achieved rate it will be computed from. ``*``: one unpaired call."""
+    return (
+        f"{vocab(row['vocab_size']):>6}  {row['approach']:<{LABEL_WIDTH}} "
+        f"{speedup_spread(row, 'train'):>24} {speedup_marked(row, 'log_softmax'):>11} "
+        f"{speedup_marked(row, 'topk'):>8} {speedup_marked(row, 'topk_fitted'):>8} "
+        f"{percent(row.get('params_pct'), 0):>7} "
+        f"{number(row.get('peak_step_mib')):>9} {number(row.get('achieved_gflops')):>8}  "
+        f"{_status(row)}"
+    )
+
+
+def quality_line(row: dict) -> str:
+    return (
+        f"{row['dataset']:<16} {row['approach']:<{LABEL_WIDTH}} {perplexity(row):>26} "
+        f"{number(row.get('train_seconds')):>8} {number(row.get('eval_seconds')):>7}  {_status(row)}"
+    )

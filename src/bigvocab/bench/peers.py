@@ -6,21 +6,29 @@
 * ``torch-linear`` -- ``nn.Linear`` + ``F.cross_entropy``: the textbook full softmax, which
   materialises the (N, V) logits and their gradient, and is what most code does.
 
-They are not registered (they are not bigvocab's methods); the bench builds them through
-:data:`PEERS`.
+They are not output layers of bigvocab (``list_outputs`` does not show them); they are
+registered in :data:`PEERS`, from which the bench builds them like any layer.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+from typing import Optional, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from bigvocab.outputs.adaptive import cluster_cost
 from bigvocab.outputs.base import OutputLayer
+from bigvocab.outputs.cost import Cost, dot_cost, hidden_cost
 from bigvocab.outputs.dsoftmax import resolve_cutoffs
+from bigvocab.registry import Registry
 
+#: The PyTorch layers the bench runs beside bigvocab's.
+PEERS: Registry = Registry("benchmark peer")
+
+
+@PEERS.register("torch-adaptive")
 
 class TorchAdaptivePeer(OutputLayer):
     """:class:`torch.nn.AdaptiveLogSoftmaxWithLoss` behind the :class:`OutputLayer` interface.
@@ -43,9 +51,18 @@ class TorchAdaptivePeer(OutputLayer):
     def _log_softmax(self, hidden: Tensor) -> Tensor:
         return self.inner.log_prob(hidden)
 
+    def train_cost(self, target: Tensor) -> Cost:
+        return cluster_cost(self.inner.head, self.inner.cutoffs, self.inner.tail, target, training=True)
 
+    def log_prob_cost(self, target: Tensor) -> Cost:
+        return cluster_cost(self.inner.head, self.inner.cutoffs, self.inner.tail, target, training=False)
+
+
+@PEERS.register("torch-linear")
 class LinearCrossEntropyPeer(OutputLayer):
     """``nn.Linear(H, V)`` + ``F.cross_entropy``: dense (N, V) logits and dense gradients."""
+
+    dense_logits = True
 
     def __init__(self, in_features: int, num_classes: int) -> None:
         super().__init__(in_features, num_classes)
@@ -57,17 +74,16 @@ class LinearCrossEntropyPeer(OutputLayer):
     def _log_softmax(self, hidden: Tensor) -> Tensor:
         return torch.log_softmax(self.linear(hidden), dim=1)
 
+    def train_cost(self, target: Tensor) -> Cost:
+        return self._dense_cost(target, training=True)
 
-def _adaptive(in_features: int, num_classes: int, counts: Optional[Sequence[int]]) -> OutputLayer:
-    return TorchAdaptivePeer(in_features, num_classes, counts=counts)
+    def log_prob_cost(self, target: Tensor) -> Cost:
+        return self._dense_cost(target, training=False)
 
-
-def _linear(in_features: int, num_classes: int, counts: Optional[Sequence[int]]) -> OutputLayer:
-    return LinearCrossEntropyPeer(in_features, num_classes)
-
-
-#: name -> factory(in_features, num_classes, counts)
-PEERS: dict[str, Callable[[int, int, Optional[Sequence[int]]], OutputLayer]] = {
-    "torch-adaptive": _adaptive,
-    "torch-linear": _linear,
-}
+    def _dense_cost(self, target: Tensor, *, training: bool) -> Cost:
+        """Every row scored against all V output vectors."""
+        rows, size = target.numel(), self.element_size()
+        weights = self.num_classes * (self.in_features + 1)
+        return dot_cost(rows * self.num_classes, self.in_features, weights, element_size=size, training=training) + (
+            hidden_cost(rows, self.in_features, element_size=size, training=training)
+        )

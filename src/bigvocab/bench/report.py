@@ -13,6 +13,8 @@ from typing import Optional
 
 from bigvocab.bench import formatting as fmt
 from bigvocab.bench.config import BenchConfig
+from bigvocab.bench.operations import FIT_STEPS
+from bigvocab.registry import OUTPUTS
 
 SUMMARY_COLUMNS = ["Approach", "Train speed-up", "Test speed-up", "PPL small vocab", "PPL large vocab", "Parameters %"]
 
@@ -287,6 +289,11 @@ def _summary_caption(results: dict, config: BenchConfig) -> str:
     return speed_part + quality_part + "parameters of the output layer as a percentage of `full`'s."
 
 
+def _searching_layers() -> list[str]:
+    """Registered layers that declare ``topk_by_search``."""
+    return [name for name in OUTPUTS.names() if OUTPUTS.get(name).topk_by_search]
+
+
 def _speed_caption(config: BenchConfig) -> str:
     return (
         f"Each speed-up is the median of the ratios full time / layer time over {config.repeats} repetitions, "
@@ -296,15 +303,17 @@ def _speed_caption(config: BenchConfig) -> str:
         "its warm-up call is set against one call of full's. "
         "Training steps use N rows; `log_softmax` and top-10 use the test-time rows N' (N unless N x V floats "
         "would exceed the cap in the notes). "
-        "Top-10 fitted: layers whose exact top-k is a pruned search (hsm, adaptive) again, on a copy first "
-        "fitted to those N' rows (20 Adagrad steps on their targets; p = the mean target probability reached), "
+        f"Top-10 fitted: layers whose exact top-k is a pruned search ({', '.join(_searching_layers())}) again, "
+        f"on a copy first fitted to those N' rows ({FIT_STEPS} Adagrad steps on their targets; p = the mean "
+        "target probability reached), "
         "against full's top-10, whose cost does not depend on the weights: an untrained layer is flat, the "
         "search's worst case. "
         "`full` paired with itself shows the noise of the measurement. Peak step MiB: growth of the resident "
         "set (VmHWM after − VmRSS before) over the first training step in a separate process whose allocator "
         "returns freed blocks (CPU), or `torch.cuda.max_memory_allocated` growth (GPU); parameters excluded. "
-        "Required GFLOP: the arithmetic the method must do (see `bigvocab.bench.flops`); `(counted)` marks "
-        "methods without a formula, whose executed matmul flops are used. % of matmul rate: required flops / "
+        "Required GFLOP: the arithmetic the method must do (its declared cost model, see "
+        "`bigvocab.outputs.cost`); `(counted)` marks layers without one, whose executed matmul flops are used. "
+        "% of matmul rate: required flops / "
         "step time / the best dense matmul rate measured below."
     )
 

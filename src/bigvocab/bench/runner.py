@@ -9,14 +9,14 @@ from typing import Optional, TextIO
 import torch
 from tqdm import tqdm
 
-from bigvocab.bench import table
+from bigvocab.bench import formatting
 from bigvocab.bench.config import BenchConfig
 from bigvocab.bench.machine import describe_machine
-from bigvocab.bench.matmul_rate import matmul_shapes, measure_matmul_rate
 from bigvocab.bench.memory import measure_memory
 from bigvocab.bench.plots import write_plots
 from bigvocab.bench.quality import quality_tasks, run_quality_task
 from bigvocab.bench.report import summarise, write_csv, write_json, write_markdown
+from bigvocab.bench.roofline import matmul_shapes, measure_matmul_rate
 from bigvocab.bench.selection import select_candidates
 from bigvocab.bench.speed import add_matmul_fractions, measure_vocab
 from bigvocab.errors import ConfigError
@@ -96,9 +96,9 @@ def run_bench(config: BenchConfig, *, stream: Optional[TextIO] = None) -> dict:
             phases["speed"] = time.perf_counter() - start
         for task in tasks:
             start = time.perf_counter()
-            printer.line(f"\nquality: NNLM on {task.name}\n{table.QUALITY_HEADER}")
+            printer.line(f"\nquality: NNLM on {task.name}\n{formatting.QUALITY_HEADER}")
             results["quality"] += run_quality_task(
-                task, candidates, config, lambda r: printer.row(table.quality_line(r))
+                task, candidates, config, lambda r: printer.row(formatting.quality_line(r))
             )
             phases[f"quality {task.name}"] = time.perf_counter() - start
     finally:
@@ -115,14 +115,14 @@ def _speed_phase(config: BenchConfig, device: torch.device, candidates, results:
     matmul = measure_matmul_rate(shapes, device, seed=config.seed)
     printer.line(f"dense matmul rate: {matmul['best_gflops']:.1f} GFLOP/s (best of {len(shapes)} shapes)")
     printer.line(
-        f"\nspeed: H={config.hidden}, N={config.batch}, {config.repeats} paired repetitions\n{table.SPEED_HEADER}"
+        f"\nspeed: H={config.hidden}, N={config.batch}, {config.repeats} paired repetitions\n{formatting.SPEED_HEADER}"
     )
     for vocab_size in config.vocab_sizes:
         start = time.perf_counter()
         memory = measure_memory(_memory_spec(config, candidates, vocab_size)) if config.measure_memory else {}
         results["phase_seconds"][f"memory V={vocab_size}"] = time.perf_counter() - start
         rows = measure_vocab(
-            candidates, vocab_size, config, memory=memory, on_row=lambda r: printer.row(table.speed_line(r))
+            candidates, vocab_size, config, memory=memory, on_row=lambda r: printer.row(formatting.speed_line(r))
         )
         results["speed"] += rows
         eval_rows = rows[0]["eval_rows"]

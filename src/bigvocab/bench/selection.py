@@ -1,7 +1,9 @@
-"""Which rows the benchmark runs: every registered layer (hsm once per tree) plus the peers.
+"""Which rows the benchmark runs: every registered layer (once per declared variant, e.g. hsm's
+trees) plus the registered peers.
 
-Rows are read from the registry at run time, so a newly registered layer appears in the table
-without any change here. ``--outputs`` patterns (:mod:`fnmatch`, comma-separated) select among
+Rows are read from the registries and the layers' ``variants`` at run time, so a newly
+registered layer appears in the table without any change here. ``--outputs`` patterns
+(:mod:`fnmatch`, comma-separated) select among
 them; ``full`` is always run because every ratio is taken against it.
 """
 
@@ -13,24 +15,10 @@ from typing import Optional, Sequence
 
 from bigvocab.bench.peers import PEERS
 from bigvocab.errors import ConfigError
-from bigvocab.factory import list_outputs
-from bigvocab.registry import unknown_name_message
+from bigvocab.outputs.base import OutputLayer
+from bigvocab.registry import OUTPUTS, unknown_name_message
 
 REFERENCE = "full"
-
-#: Registered names that are several algorithms in one; each variant is its own row.
-VARIANTS: dict[str, dict[str, dict]] = {
-    "hsm": {
-        "huffman": {"tree": "huffman"},
-        "balanced": {"tree": "balanced"},
-        "random": {"tree": "random"},
-        "class": {"tree": "class"},
-        "clustered": {"tree": "clustered"},
-    },
-    # word2vec draws negatives per pair; a language model can share them across the batch
-    # (Jozefowicz et al. 2016), which turns N x k gathered rows into k.
-    "neg": {"per-example": {}, "shared": {"shared": True}},
-}
 
 
 @dataclass(frozen=True)
@@ -46,19 +34,24 @@ class Candidate:
     def is_reference(self) -> bool:
         return self.label == REFERENCE
 
+    @property
+    def layer_class(self) -> type[OutputLayer]:
+        """The registered class the row builds, for its declarations."""
+        return (PEERS if self.kind == "peer" else OUTPUTS).get(self.method)
+
 
 def all_candidates() -> list[Candidate]:
     """Every row the registry and the peer list offer, registration order, peers last."""
     rows: list[Candidate] = []
-    for name in list_outputs():
-        variants = VARIANTS.get(name)
-        if variants is None:
+    for name in OUTPUTS.names():
+        variants = OUTPUTS.get(name).variants
+        if not variants:
             rows.append(Candidate(name, name))
         else:
             rows.extend(
                 Candidate(f"{name}[{variant}]", name, options=dict(options)) for variant, options in variants.items()
             )
-    rows.extend(Candidate(name, name, kind="peer") for name in PEERS)
+    rows.extend(Candidate(name, name, kind="peer") for name in PEERS.names())
     return rows
 
 

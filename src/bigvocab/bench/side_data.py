@@ -15,7 +15,7 @@ from torch import Tensor
 
 from bigvocab.bench.peers import PEERS
 from bigvocab.bench.selection import Candidate
-from bigvocab.factory import create_output, output_side_inputs
+from bigvocab.factory import build, create_output, output_side_inputs
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.registry import OUTPUTS
 
@@ -94,7 +94,7 @@ def build_layer(
 ) -> tuple[OutputLayer, dict]:
     """The row's output layer and a printable record of its options (with the k it uses)."""
     if candidate.kind == "peer":
-        return PEERS[candidate.method](in_features, num_classes, side.counts), {}
+        return build(PEERS, candidate.method, (in_features, num_classes), {"counts": side.counts}, {}), {}
     options = dict(candidate.options)
     shown = dict(candidate.options)
     needs = output_side_inputs(candidate.method, **options)

@@ -3,7 +3,7 @@
 For each V, one workload (hidden states, unigram-distributed targets) is shared by all rows. The
 reference ``full`` is warmed up once; each row is built, warmed up (its first training step runs
 under a flop counter), and then timed in ``repeats`` pairs with ``full`` (see
-:mod:`bigvocab.bench.stats`). ``full`` itself is paired with itself: its spread is the noise of
+:mod:`bigvocab.bench.timing`). ``full`` itself is paired with itself: its spread is the noise of
 the measurement. A row that fails to build or to run an operation keeps its place and its error.
 """
 
@@ -16,7 +16,7 @@ from typing import Callable, Optional
 import torch
 
 from bigvocab.bench.config import BenchConfig
-from bigvocab.bench.flops import counted_flops, required_train_flops
+from bigvocab.bench.roofline import counted_flops, required_train_cost
 from bigvocab.bench.memory import MIB
 from bigvocab.bench.operations import (
     OPERATIONS,
@@ -29,13 +29,8 @@ from bigvocab.bench.operations import (
 )
 from bigvocab.bench.selection import Candidate
 from bigvocab.bench.side_data import build_layer, synthetic_side_data
-from bigvocab.bench.stats import paired_speedup
-from bigvocab.bench.timing import inner_loop_size, paired_timings, seconds_per_call, synchronize
+from bigvocab.bench.timing import inner_loop_size, paired_speedup, paired_timings, seconds_per_call, synchronize
 from bigvocab.outputs.base import OutputLayer
-
-#: Rows whose training step holds the dense (N, V) logits, their softmax and gradient at once.
-DENSE_LOGIT_PEERS = {"torch-linear"}
-
 
 @dataclass
 class Prepared:
@@ -96,10 +91,10 @@ def parameter_count(layer: OutputLayer) -> int:
 
 
 def check_dense_memory(candidate: Candidate, num_rows: int, num_classes: int, hidden: int) -> None:
-    """Refuse a dense-logit peer whose step would not fit in the memory available now, rather
-    than let the system kill the whole run: logits, softmax and their gradient are 3·N·V floats,
-    the weight and its gradient 2·V·H."""
-    if candidate.method not in DENSE_LOGIT_PEERS:
+    """Refuse a layer that declares ``dense_logits`` when its step would not fit in the memory
+    available now, rather than let the system kill the whole run: logits, softmax and their
+    gradient are 3·N·V floats, the weight and its gradient 2·V·H."""
+    if not candidate.layer_class.dense_logits:
         return
     needed = 4.0 * (3 * num_rows * num_classes + 2 * num_classes * hidden)
     available = available_memory_bytes()
@@ -241,7 +236,8 @@ def _size_and_flops(
     row: dict,
 ) -> dict:
     params = parameter_count(layer)
-    required, source = required_train_flops(candidate.method, layer, workload.target)
+    cost, source = required_train_cost(layer, workload.target)
+    required = None if cost is None else cost.flops
     if required is None and prepared.counted_train_flops is not None:
         required, source = prepared.counted_train_flops, f"counted ({source})"
     out = {
@@ -249,6 +245,7 @@ def _size_and_flops(
         "params_pct": 100.0 * params / full_params,
         "param_mib": sum(p.numel() * p.element_size() for p in layer.parameters()) / MIB,
         "required_flops": required,
+        "required_bytes": None if cost is None else cost.bytes,
         "flops_source": source,
         "counted_flops": prepared.counted_train_flops,
     }

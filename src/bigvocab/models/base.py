@@ -21,14 +21,9 @@ from torch import Tensor, nn
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.registry import unknown_name_message
-from bigvocab.validation import check_positive_int
+from bigvocab.validation import check_flag, check_positive_int
 
-
-def check_flag(name: str, value: object) -> bool:
-    """A boolean option; 0 and 1 are accepted too (gensim spells ``cbow_mean=1``)."""
-    if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
-        return bool(value)
-    raise ConfigError(f"{name} must be True or False (or 1 or 0), got {value!r}")
+__all__ = ["LanguageModel", "check_flag"]
 
 
 class LanguageModel(nn.Module):
@@ -133,7 +128,7 @@ class LanguageModel(nn.Module):
         """The input embedding as word vectors, (V, D); a view of the parameter, detached."""
         return self.embedding.weight[: self.vocab_size].detach()
 
-    def sparse_params(self) -> list[nn.Parameter]:
+    def sparse_parameters(self) -> list[nn.Parameter]:
         """Parameters whose gradients are sparse: embeddings built with ``sparse=True`` and the
         output layer's ``sparse_parameters()``. Each parameter appears once."""
         found: dict[int, nn.Parameter] = {}

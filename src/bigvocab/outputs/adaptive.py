@@ -12,8 +12,8 @@ interchangeable and the log-probabilities agree. Beyond it: an exact ``topk`` (a
 log-probability bounds every word of the cluster, so only clusters that can still beat the current
 k-th candidate are scored), ``reduction``, (B, T, H) input, and a leaner loss: each block's
 logits are kept from forward to backward and turned into the softmax gradient in place (PyTorch's
-module keeps a log-softmax copy and builds a dense gradient of the gather), or, with
-``max_chunk_elements``, computed in bounded chunks and recomputed in backward.
+module keeps a log-softmax copy and builds a dense gradient of the gather), or, for a block of
+more than ``max_chunk_elements`` logits, computed in bounded chunks and recomputed in backward.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ from torch import Tensor, nn
 
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.base import OutputLayer
+from bigvocab.outputs.cost import Cost, dot_cost, hidden_cost
 from bigvocab.outputs.dsoftmax import resolve_cutoffs
-from bigvocab.outputs.functional import chunked_logsumexp, chunked_topk
+from bigvocab.outputs.functional import DEFAULT_CHUNK_ELEMENTS, chunked_logsumexp, chunked_topk
 from bigvocab.registry import OUTPUTS
 from bigvocab.validation import check_positive_float
 
@@ -68,9 +69,11 @@ class AdaptiveSoftmax(OutputLayer):
         div_value: cluster i projects h to ``int(H // div_value ** (i + 1))`` dimensions (at least 1).
         bias: a bias on the head (PyTorch's ``head_bias``; off by default, as there).
         counts: class frequencies, read only for the default cutoffs.
-        max_chunk_elements: if given, the loss holds at most this many logits at once (recomputing
-            them in backward, about a third more matrix work); by default each block's logits are
-            kept from forward to backward, as in PyTorch. ``topk`` is always chunked.
+        max_chunk_elements: logits held at once (None: 2**24, as in every layer). A block (the
+            head, or a cluster's rows) within the budget keeps its logits from forward to backward,
+            as PyTorch does; a larger one streams them in chunks and recomputes them in backward
+            (about a third more matrix work). ``topk`` is always chunked.
+        device, dtype: where the parameters are created.
     """
 
     topk_by_search = True
@@ -85,6 +88,8 @@ class AdaptiveSoftmax(OutputLayer):
         bias: bool = False,
         counts=None,
         max_chunk_elements: Optional[int] = None,
+        device: Optional[torch.device] = None,
+        dtype: Optional[torch.dtype] = None,
     ) -> None:
         super().__init__(in_features, num_classes)
         self.cutoffs = resolve_cutoffs(cutoffs, num_classes, counts, owner="adaptive")
@@ -95,15 +100,25 @@ class AdaptiveSoftmax(OutputLayer):
         self.edges = [*self.cutoffs, num_classes]
         self.shortlist_size = self.cutoffs[0]
         num_clusters = len(self.cutoffs)
-        self.head = nn.Linear(in_features, self.shortlist_size + num_clusters, bias=bias)
+        factory = {"device": device, "dtype": dtype}
+        self.head = nn.Linear(in_features, self.shortlist_size + num_clusters, bias=bias, **factory)
         tails = []
         for i, (lo, hi) in enumerate(zip(self.edges, self.edges[1:])):
             # At least 1: PyTorch would build a 0-dimensional projection (a uniform cluster) there.
             projected = max(1, int(in_features // (self.div_value ** (i + 1))))
             tails.append(
-                nn.Sequential(nn.Linear(in_features, projected, bias=False), nn.Linear(projected, hi - lo, bias=False))
+                nn.Sequential(
+                    nn.Linear(in_features, projected, bias=False, **factory),
+                    nn.Linear(projected, hi - lo, bias=False, **factory),
+                )
             )
         self.tail = nn.ModuleList(tails)
+
+    def train_cost(self, target: Tensor) -> Cost:
+        return cluster_cost(self.head, self.edges, self.tail, target, training=True)
+
+    def log_prob_cost(self, target: Tensor) -> Cost:
+        return cluster_cost(self.head, self.edges, self.tail, target, training=False)
 
     def _cluster_of(self, target: Tensor) -> Tensor:
         """0 for shortlist ids, i + 1 for ids in cluster i."""
@@ -128,7 +143,8 @@ class AdaptiveSoftmax(OutputLayer):
 
     def _block_log_prob(self, x: Tensor, weight: Tensor, bias: Optional[Tensor], target: Tensor) -> Tensor:
         """log softmax(x W^T + b)[target], (N,)."""
-        if self.max_chunk_elements is None:
+        budget = DEFAULT_CHUNK_ELEMENTS if self.max_chunk_elements is None else self.max_chunk_elements
+        if x.shape[0] * weight.shape[0] <= budget:
             return _LinearLogProb.apply(x, weight, bias, target)
         log_z, logit = chunked_logsumexp(x, weight, bias, target, max_chunk_elements=self.max_chunk_elements)
         return logit - log_z
@@ -174,3 +190,23 @@ class AdaptiveSoftmax(OutputLayer):
             super().extra_repr()
             + f", cutoffs={self.cutoffs}, div_value={self.div_value}, bias={self.head.bias is not None}"
         )
+
+
+def cluster_cost(
+    head: nn.Linear, edges: Sequence[int], tail: Sequence[nn.Module], target: Tensor, *, training: bool
+) -> Cost:
+    """Adaptive softmax (Grave et al. 2017, eq. 5): every row pays the head (shortlist + one logit
+    per cluster); a row whose target lies in cluster i, ids [edges[i], edges[i + 1]), also pays
+    the cluster's projection H -> h_i and its |V_i| outputs of width h_i. ``tail[i]`` is the
+    (projection, output) pair of cluster i."""
+    size = head.weight.element_size()
+    rows = target.numel()
+    head_weights = sum(p.numel() for p in head.parameters())
+    cost = dot_cost(rows, head.weight.numel(), head_weights, element_size=size, training=training)
+    cost = cost + hidden_cost(rows, head.in_features, element_size=size, training=training)
+    for i, (projection, output) in enumerate(tail):
+        in_cluster = int(((target >= edges[i]) & (target < edges[i + 1])).sum())
+        if in_cluster:
+            width = projection.weight.numel() + output.weight.numel()
+            cost = cost + dot_cost(in_cluster, width, width, element_size=size, training=training)
+    return cost

@@ -8,12 +8,13 @@ to the caller's leading shape.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, ClassVar, Mapping, Optional
 
 import torch
 from torch import Tensor, nn
 
 from bigvocab.errors import ConfigError
+from bigvocab.outputs.cost import Cost
 from bigvocab.registry import keyword_options
 from bigvocab.validation import check_positive_int
 
@@ -46,6 +47,18 @@ class OutputLayer(nn.Module):
     #: after a parameter change computes (cnn's V output embeddings): a one-off cost per model.
     eval_cache: bool = False
 
+    #: True when the layer has ``score(hidden, target)``: an unnormalised score that training makes
+    #: close to log p (Devlin et al. 2014), for decoding; never for perplexity.
+    self_normalised: bool = False
+
+    #: True when a training step holds the dense (N, V) logits, their softmax and gradient at once
+    #: (the textbook ``nn.Linear`` + cross-entropy), so a caller should check memory first.
+    dense_logits: bool = False
+
+    #: Named forms of the method (label -> constructor options), e.g. hsm's trees: the bench
+    #: gives each its own row and the contract suite tests each. Empty: the defaults are the one form.
+    variants: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
+
     def __init__(self, in_features: int, num_classes: int) -> None:
         super().__init__()
         self.in_features = check_positive_int("in_features", in_features)
@@ -65,6 +78,25 @@ class OutputLayer(nn.Module):
         """Which of :data:`SIDE_INPUTS` the layer built with ``options`` reads."""
         accepted = cls.accepted_options(options)
         return frozenset(name for name in SIDE_INPUTS if accepted is None or name in accepted)
+
+    def train_cost(self, target: Tensor) -> Optional[Cost]:
+        """FLOPs and bytes a training step on the targets (N,) must spend, from the layer's shape
+        and options (see :mod:`bigvocab.outputs.cost`); None when the layer has no cost model."""
+        return None
+
+    def log_prob_cost(self, target: Tensor) -> Optional[Cost]:
+        """FLOPs and bytes of exact ``log_prob`` for the targets (N,), forward only; None when the
+        layer has no cost model."""
+        return None
+
+    def element_size(self) -> int:
+        """Bytes per number of the layer's parameters (its dtype's)."""
+        return next(self.parameters()).element_size()
+
+    def factory_kwargs(self) -> dict[str, Any]:
+        """``device`` and ``dtype`` of the layer's parameters, for the parts it builds after them."""
+        param = next(self.parameters())
+        return {"device": param.device, "dtype": param.dtype}
 
     # ------------------------------------------------------------------ public, validated
     def loss(
@@ -183,11 +215,28 @@ class OutputLayer(nn.Module):
                 f"{name}: hidden has {hidden.shape[-1]} features in its last dimension, "
                 f"expected in_features={self.in_features}"
             )
+        if hidden.numel() == 0:
+            raise ValueError(f"{name}: hidden {tuple(hidden.shape)} holds no examples (an empty batch)")
+        self._check_placement(hidden)
         lead = tuple(hidden.shape[:-1])
         flat_hidden = hidden.reshape(-1, self.in_features)
         if target is None:
             return flat_hidden, None, lead
         return flat_hidden, self._flatten_ids("target", target, lead, hidden.device), lead
+
+    def _check_placement(self, hidden: Tensor) -> None:
+        """hidden must live where the parameters do, in their dtype (unless autocast is on)."""
+        param = next(self.parameters(), None)
+        if param is None:
+            return
+        name = type(self).__name__
+        if hidden.device != param.device:
+            raise ValueError(f"{name}: hidden is on {hidden.device} but the layer's parameters are on {param.device}")
+        if hidden.dtype != param.dtype and not torch.is_autocast_enabled(hidden.device.type):
+            raise TypeError(
+                f"{name}: hidden is {hidden.dtype} but the layer's parameters are {param.dtype}; "
+                f"convert one of them (layer.to({hidden.dtype}) or hidden.to({param.dtype}))"
+            )
 
     def _flatten_ids(self, what: str, ids: Tensor, lead: tuple[int, ...], device: torch.device) -> Tensor:
         """Class ids shaped ``lead``, on ``device``, within [0, V) -> (N,) long."""
@@ -201,7 +250,12 @@ class OutputLayer(nn.Module):
         if ids.device != device:
             raise ValueError(f"{name}: {what} is on {ids.device} but hidden is on {device}")
         flat = ids.reshape(-1).long()
-        if flat.numel():
+        if flat.device.type != "cpu":
+            # Reading the range back would wait for the device at every call: assert on it instead
+            # (the error then surfaces at the next synchronisation).
+            inside = ((flat >= 0) & (flat < self.num_classes)).all()
+            torch._assert_async(inside, f"{name}: {what} id outside [0, {self.num_classes})")
+        elif flat.numel():
             low, high = int(flat.min()), int(flat.max())
             if low < 0 or high >= self.num_classes:
                 bad = low if low < 0 else high

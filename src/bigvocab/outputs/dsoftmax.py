@@ -21,6 +21,7 @@ from torch import Tensor, nn
 
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.base import OutputLayer
+from bigvocab.outputs.cost import Cost, dot_cost, hidden_cost
 from bigvocab.outputs.functional import chunked_logsumexp, chunked_topk
 from bigvocab.outputs.trees import zipf_counts
 from bigvocab.registry import OUTPUTS
@@ -77,7 +78,8 @@ class DifferentiatedSoftmax(OutputLayer):
         dims: embedding size of each band (= its hidden section), default halving from band to band.
         counts: class frequencies, read only for the default cutoffs.
         bias: a bias per class.
-        max_chunk_elements: logits held at once in the exact computations.
+        max_chunk_elements: logits held at once in the exact computations (None: 2**24).
+        device, dtype: where the parameters are created.
 
     Parameters: ``weights[b]`` (|band_b|, d_b) and ``biases[b]`` (|band_b|,).
     """
@@ -92,6 +94,8 @@ class DifferentiatedSoftmax(OutputLayer):
         counts=None,
         bias: bool = True,
         max_chunk_elements: Optional[int] = None,
+        device: Optional[torch.device] = None,
+        dtype: Optional[torch.dtype] = None,
     ) -> None:
         super().__init__(in_features, num_classes)
         self.cutoffs = resolve_cutoffs(cutoffs, num_classes, counts, owner="dsoftmax")
@@ -113,8 +117,9 @@ class DifferentiatedSoftmax(OutputLayer):
         self.sections = [0, *torch.cumsum(torch.tensor(self.dims), 0).tolist()]
         self.max_chunk_elements = max_chunk_elements
         sizes = [hi - lo for lo, hi in zip(self.edges, self.edges[1:])]
-        self.weights = nn.ParameterList(nn.Parameter(torch.empty(n, d)) for n, d in zip(sizes, self.dims))
-        self.biases = nn.ParameterList(nn.Parameter(torch.zeros(n)) for n in sizes) if bias else None
+        factory = {"device": device, "dtype": dtype}
+        self.weights = nn.ParameterList(nn.Parameter(torch.empty(n, d, **factory)) for n, d in zip(sizes, self.dims))
+        self.biases = nn.ParameterList(nn.Parameter(torch.zeros(n, **factory)) for n in sizes) if bias else None
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -122,6 +127,22 @@ class DifferentiatedSoftmax(OutputLayer):
             nn.init.uniform_(weight, -1.0 / math.sqrt(dim), 1.0 / math.sqrt(dim))
         for bias in self.biases or []:
             nn.init.zeros_(bias)
+
+    def train_cost(self, target: Tensor) -> Cost:
+        return self._band_cost(target, training=True)
+
+    def log_prob_cost(self, target: Tensor) -> Cost:
+        return self._band_cost(target, training=False)
+
+    def _band_cost(self, target: Tensor, *, training: bool) -> Cost:
+        """Band b's |V_b| words are scored with its d_b hidden units only (Chen et al. 2015):
+        every row pays Σ_b d_b·|V_b| multiply-adds."""
+        per_row = sum(weight.numel() for weight in self.weights)
+        weights = per_row + (self.num_classes if self.biases is not None else 0)
+        size = self.element_size()
+        return dot_cost(target.numel(), per_row, weights, element_size=size, training=training) + hidden_cost(
+            target.numel(), self.in_features, element_size=size, training=training
+        )
 
     def _bands(self, hidden: Tensor):
         """(index, h_b, W_b, bias_b, first id) for each band."""

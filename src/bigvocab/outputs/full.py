@@ -16,8 +16,9 @@ from bigvocab.registry import OUTPUTS
 
 @OUTPUTS.register("full")
 class FullSoftmax(ScoredOutput):
-    """The exact softmax ``p(w|h) = exp(s_w) / Σ_v exp(s_v)``, with the linear scorer
-    s_w = h·W_w + b_w by default.
+    """The exact softmax p(w|h) = exp(s_w) / Σ_v exp(s_v) over any scorer (linear rows by default).
+
+    With the linear scorer s_w = h·W_w + b_w.
 
     Cost per example is O(V·H) in time and O(chunk) in extra memory.
 

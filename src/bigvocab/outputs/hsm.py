@@ -32,8 +32,10 @@ from torch.nn import functional as F
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.outputs.functional import DEFAULT_CHUNK_ELEMENTS, gather_rows
+from bigvocab.outputs.cost import Cost, dot_cost, hidden_cost
 from bigvocab.outputs.trees import Tree, build_tree, segment_ranges, walk_up
-from bigvocab.registry import OUTPUTS
+from bigvocab.registry import OUTPUTS, TREES
+from bigvocab.validation import check_flag, check_positive_int
 
 _TREE_STATE = ("node_parent", "node_position", "leaf_parent", "leaf_position")
 
@@ -105,7 +107,8 @@ class HierarchicalSoftmax(OutputLayer):
         zero_init: start the node vectors at zero, as word2vec's ``syn1`` (for skip-gram and
             CBOW); by default they start uniform in ±1/sqrt(H), which a language model's hidden
             layer needs to receive a gradient at the first step.
-        max_chunk_elements: bound on the floats held at once by the exact computations.
+        max_chunk_elements: bound on the floats held at once by the exact computations (None: 2**24).
+        device, dtype: where the parameters are created.
 
     Parameters: ``weight`` (V - 1, H) and ``bias`` (V - 1,), one row per non-reference child.
     The tree is part of the state_dict, so a checkpoint restores the tree it was trained with.
@@ -113,6 +116,7 @@ class HierarchicalSoftmax(OutputLayer):
 
     sparse_grad = True
     topk_by_search = True
+    variants = {kind: {"tree": kind} for kind in TREES.names()}
 
     def __init__(
         self,
@@ -125,13 +129,13 @@ class HierarchicalSoftmax(OutputLayer):
         bias: bool = True,
         zero_init: bool = False,
         max_chunk_elements: Optional[int] = None,
+        device: Optional[torch.device] = None,
+        dtype: Optional[torch.dtype] = None,
     ) -> None:
         super().__init__(in_features, num_classes)
-        if not isinstance(zero_init, bool):
-            raise ConfigError(f"zero_init must be True or False, got {zero_init!r}")
-        self.zero_init = zero_init
-        if max_chunk_elements is not None and max_chunk_elements < 1:
-            raise ConfigError(f"max_chunk_elements must be positive, got {max_chunk_elements}")
+        self.zero_init = check_flag("zero_init", zero_init)
+        if max_chunk_elements is not None:
+            check_positive_int("max_chunk_elements", max_chunk_elements)
         self.max_chunk_elements = max_chunk_elements or DEFAULT_CHUNK_ELEMENTS
         if isinstance(tree, Mapping):
             tree = Tree.from_dict(tree)
@@ -142,8 +146,9 @@ class HierarchicalSoftmax(OutputLayer):
             tree = build_tree(tree, num_classes, counts=counts, vectors=vectors)
         else:
             raise ConfigError(f"tree must be a name or a Tree, got {type(tree).__name__}")
-        self.weight = nn.Parameter(torch.empty(num_classes - 1, in_features))
-        self.bias = nn.Parameter(torch.zeros(num_classes - 1)) if bias else None
+        factory = {"device": device, "dtype": dtype}
+        self.weight = nn.Parameter(torch.empty(num_classes - 1, in_features, **factory))
+        self.bias = nn.Parameter(torch.zeros(num_classes - 1, **factory)) if bias else None
         self._set_tree(tree)
         #: Nodes ``topk`` may expand per query before it scores that query in full instead.
         self.search_budget = max(4096, num_classes // 32)
@@ -203,6 +208,23 @@ class HierarchicalSoftmax(OutputLayer):
 
     def _pairs_per_chunk(self) -> int:
         return max(1, min(self.max_chunk_elements, _CACHE_ELEMENTS) // self.in_features)
+
+    # ------------------------------------------------------------------ cost model
+    def train_cost(self, target: Tensor) -> Cost:
+        return self._path_cost(target, training=True)
+
+    def log_prob_cost(self, target: Tensor) -> Cost:
+        return self._path_cost(target, training=False)
+
+    def _path_cost(self, target: Tensor, *, training: bool) -> Cost:
+        """A row scores the decision vectors of the nodes on its target's path -- one per binary
+        node, arity - 1 per n-ary node (Morin & Bengio 2005; Mikolov et al. 2013; Goodman 2001)."""
+        vectors = sum(float((self.tree.arity[node] - 1).sum()) for _, node, _ in self.tree.walk_up(target.cpu()))
+        size = self.element_size()
+        weights = vectors * (self.in_features + (self.bias is not None))
+        return dot_cost(vectors, self.in_features, weights, element_size=size, training=training) + hidden_cost(
+            target.numel(), self.in_features, element_size=size, training=training
+        )
 
     # ------------------------------------------------------------------ paths and decisions
     def _steps(self, target: Tensor) -> tuple[Tensor, Tensor, Tensor]:

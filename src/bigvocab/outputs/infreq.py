@@ -49,5 +49,11 @@ class InfrequentNormalisation(SelfNormalised):
         log_z, _ = self.log_normaliser(hidden[subset], target[subset])
         return loss.index_add(0, subset, (self.alpha * batch_size / chosen) * log_z.square())
 
+    def _train_scores(self, target: Tensor) -> tuple[float, float]:
+        """Every example scores its target; m = max(1, round(γN)) of them pay the whole normaliser."""
+        rows = target.numel()
+        chosen = max(1, round(self.gamma * rows))
+        return float(rows + chosen * self.num_classes), float(self.num_classes)
+
     def extra_repr(self) -> str:
         return super().extra_repr() + f", gamma={self.gamma}"

@@ -26,6 +26,7 @@ from bigvocab.errors import ConfigError
 from bigvocab.outputs.sampling import SamplerSpec, SamplingOutput
 from bigvocab.registry import OUTPUTS
 from bigvocab.samplers.base import log_expected_count
+from bigvocab.validation import check_finite_float
 
 NORMALISERS = ("fixed", "learned")
 
@@ -76,13 +77,12 @@ class NoiseContrastiveEstimation(SamplingOutput):
         )
         if normaliser not in NORMALISERS:
             raise ConfigError(f"normaliser must be one of {NORMALISERS}, got {normaliser!r}")
-        if isinstance(log_z, bool) or not isinstance(log_z, (int, float)) or not math.isfinite(log_z):
-            raise ConfigError(f"log_z must be a finite number, got {log_z!r}")
+        log_z = check_finite_float("log_z", log_z)
         self.normaliser = normaliser
         if normaliser == "learned":
-            self.log_z = nn.Parameter(torch.tensor(float(log_z)))
+            self.log_z = nn.Parameter(torch.tensor(float(log_z), **self.factory_kwargs()))
         else:
-            self.register_buffer("log_z", torch.tensor(float(log_z)))
+            self.register_buffer("log_z", torch.tensor(float(log_z), **self.factory_kwargs()))
 
     def _reset_objective(self) -> None:
         if self.bias is not None:

@@ -49,6 +49,10 @@ class NegativeSampling(SamplingOutput):
         scorer, max_chunk_elements, device, dtype, **scorer_options: as for ``full``.
     """
 
+    # word2vec draws negatives per pair; a language model can share them across the batch
+    # (Jozefowicz et al. 2016), which turns N x k gathered rows into k.
+    variants = {"per-example": {}, "shared": {"shared": True}}
+
     def __init__(
         self,
         in_features: int,

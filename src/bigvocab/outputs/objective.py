@@ -24,6 +24,7 @@ from torch import Tensor, nn
 
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.base import OutputLayer
+from bigvocab.outputs.cost import Cost, hidden_cost
 from bigvocab.outputs.scorers.base import Scorer
 from bigvocab.registry import SCORERS, keyword_options
 
@@ -122,6 +123,22 @@ class ScoredOutput(OutputLayer):
 
     def sparse_parameters(self) -> list[nn.Parameter]:
         return self.scorer.sparse_parameters() if self.sparse_grad else []
+
+    # ------------------------------------------------------------------ cost model
+    def train_cost(self, target: Tensor) -> Cost:
+        scores, classes = self._train_scores(target)
+        hidden = hidden_cost(target.numel(), self.in_features, element_size=self.element_size(), training=True)
+        return self.scorer.cost(scores, classes, training=True) + hidden
+
+    def log_prob_cost(self, target: Tensor) -> Cost:
+        rows = target.numel()
+        hidden = hidden_cost(rows, self.in_features, element_size=self.element_size(), training=False)
+        return self.scorer.cost(rows * self.num_classes, self.num_classes, training=False) + hidden
+
+    def _train_scores(self, target: Tensor) -> tuple[float, float]:
+        """(scores, distinct classes) a training step on the targets (N,) computes; by default
+        the exact normaliser's N·V scores over all V classes."""
+        return float(target.numel() * self.num_classes), float(self.num_classes)
 
     def reset_parameters(self) -> None:
         """Draw the scorer's initial parameters again, then the objective's own start."""

@@ -50,18 +50,26 @@ def sampled_logits(
 
 
 def resolve_sampler(
-    sampler: SamplerSpec, num_classes: int, counts: Optional[Sequence[float]], default: str, **default_options: Any
+    sampler: SamplerSpec,
+    num_classes: int,
+    counts: Optional[Sequence[float]],
+    default: str,
+    *,
+    device: Optional[torch.device] = None,
+    dtype: Optional[torch.dtype] = None,
+    **default_options: Any,
 ) -> Sampler:
-    """A :class:`Sampler` from a registered name, an instance, or None (``default`` built with
-    ``default_options``, the layer's paper default)."""
+    """A :class:`Sampler` from a registered name, an instance (used as given), or None
+    (``default`` built with ``default_options``, the layer's paper default); one built here is
+    built on ``device``, scoring in ``dtype``."""
     if isinstance(sampler, Sampler):
         if sampler.num_classes != num_classes:
             raise ConfigError(f"the sampler covers {sampler.num_classes} classes but the layer has {num_classes}")
         return sampler
     if sampler is None:
-        return create_sampler(default, num_classes, counts=counts, **default_options)
+        return create_sampler(default, num_classes, counts=counts, device=device, dtype=dtype, **default_options)
     if isinstance(sampler, str):
-        return create_sampler(sampler, num_classes, counts=counts)
+        return create_sampler(sampler, num_classes, counts=counts, device=device, dtype=dtype)
     raise ConfigError(f"sampler must be a registered name or a Sampler instance, got {type(sampler).__name__}")
 
 
@@ -93,12 +101,10 @@ class SamplingOutput(ScoredOutput):
         **scorer_options: Any,
     ) -> None:
         super().__init__(in_features, num_classes, **scorer_options)
-        if num_samples is None:
-            num_samples = min(default_num_samples, num_classes - 1)
-        self.num_samples = check_num_samples(num_samples, num_classes)
+        self.num_samples = check_num_samples(num_samples, num_classes, default=default_num_samples)
         self.shared = check_flag("shared", shared)
         name, options = default_sampler
-        self.sampler = resolve_sampler(sampler, num_classes, counts, name, **options)
+        self.sampler = resolve_sampler(sampler, num_classes, counts, name, **self.factory_kwargs(), **options)
 
     def _draw(self, batch_size: int, *, unique: bool = False) -> tuple[Tensor, int]:
         """Candidate ids, (k,) shared or (N, k), and the number of draws behind them (k, or the
@@ -109,6 +115,15 @@ class SamplingOutput(ScoredOutput):
             return self.sampler.sample(self.num_samples), self.num_samples
         ids = self.sampler.sample(batch_size * self.num_samples)
         return ids.reshape(batch_size, self.num_samples), self.num_samples
+
+    def _train_scores(self, target: Tensor) -> tuple[float, float]:
+        """Each example scores its target and k samples: N (k + 1) scores, over k + N classes
+        when the samples are shared, N (k + 1) otherwise. For adaptive importance sampling this
+        is its first block of k draws, a lower bound: it draws more while the effective sample
+        size is low."""
+        rows = target.numel()
+        scores = rows * (self.num_samples + 1)
+        return float(scores), float(self.num_samples + rows if self.shared else scores)
 
     def _observe(self, target: Tensor, **kwargs: Any) -> None:
         """Let an adaptive sampler learn from the step's targets (training mode only, so that

@@ -29,6 +29,8 @@ class SelfNormalised(ScoredOutput):
         scorer, bias, max_chunk_elements, device, dtype, **scorer_options: as for ``full``.
     """
 
+    self_normalised = True
+
     def __init__(self, in_features: int, num_classes: int, *, alpha: float = 0.1, **scorer_options: Any) -> None:
         super().__init__(in_features, num_classes, **scorer_options)
         self.alpha = check_positive_float("alpha", alpha)

@@ -52,16 +52,14 @@ class TargetSampling(ScoredOutput):
         **scorer_options: Any,
     ) -> None:
         super().__init__(in_features, num_classes, **scorer_options)
-        self.num_samples = check_num_samples(
-            min(1024, num_classes - 1) if num_samples is None else num_samples, num_classes
-        )
+        self.num_samples = check_num_samples(num_samples, num_classes, default=1024)
         if counts is None:
             frequent = torch.arange(self.num_samples)
         else:
             order = torch.argsort(as_counts(counts, num_classes, "target"), descending=True, stable=True)
             frequent = order[: self.num_samples]
         # Derived from the constructor arguments, so not part of the checkpoint.
-        self.register_buffer("frequent", frequent, persistent=False)
+        self.register_buffer("frequent", frequent.to(self.factory_kwargs()["device"]), persistent=False)
 
     def partition_vocabulary(self, target: Tensor) -> tuple[Tensor, Tensor]:
         """V' for a partition with targets (N,): the ids (M,), M = max(τ, distinct targets), and
@@ -78,6 +76,11 @@ class TargetSampling(ScoredOutput):
         vocabulary, position = self.partition_vocabulary(target)
         logits = self.class_logits(hidden, vocabulary)
         return torch.logsumexp(logits, dim=1) - logits.gather(1, position.unsqueeze(1)).squeeze(1)
+
+    def _train_scores(self, target: Tensor) -> tuple[float, float]:
+        """Every example is scored against the partition's vocabulary V', max(τ, distinct targets)."""
+        size = max(self.num_samples, int(torch.unique(target).numel()))
+        return float(target.numel() * size), float(size)
 
     def extra_repr(self) -> str:
         return super().extra_repr() + f", num_samples={self.num_samples}"

@@ -33,11 +33,10 @@ import torch
 from torch import Tensor
 
 from bigvocab.errors import CheckpointError, ConfigError
-from bigvocab.registry import unknown_name_message
+from bigvocab.registry import TREES, unknown_name_message
 from bigvocab.samplers.base import as_counts
 from bigvocab.validation import check_positive_int
 
-TREE_KINDS = ("huffman", "balanced", "random", "class", "clustered")
 
 _FIELDS = ("node_parent", "node_position", "leaf_parent", "leaf_position")
 
@@ -532,7 +531,9 @@ def _parse_code(leaf: int, code) -> tuple[int, ...]:
 
 
 def build_tree(kind: str, num_leaves: int, *, counts=None, vectors: Optional[Tensor] = None) -> Tree:
-    """The tree named ``kind`` (one of :data:`TREE_KINDS`) over ``num_leaves`` classes.
+    """The tree registered as ``kind`` (``TREES.names()``: huffman, balanced, random, class,
+    clustered) over ``num_leaves`` classes; each builder takes what it reads of ``counts`` and
+    ``vectors``.
 
     ``huffman`` and ``class`` read ``counts``; without them they assume Zipf counts for the
     frequency-sorted ids (:func:`zipf_counts`), which is what the ids' order promises.
@@ -541,21 +542,43 @@ def build_tree(kind: str, num_leaves: int, *, counts=None, vectors: Optional[Ten
     their learned trees with. ``clustered`` needs ``vectors`` (V, D): there is no sensible default
     for word similarity.
     """
-    if kind not in TREE_KINDS:
-        raise ConfigError(unknown_name_message("tree", str(kind), list(TREE_KINDS)))
-    if kind == "balanced":
-        return balanced_tree(num_leaves)
-    if kind == "random":
-        return balanced_tree(num_leaves, permutation=torch.randperm(num_leaves))
-    if kind == "clustered":
-        if vectors is None:
-            raise ConfigError(
-                "tree='clustered' needs vectors=: a (V, D) tensor of word vectors, e.g. the input embeddings "
-                "of a model trained first with another output layer (Mnih & Hinton 2008)"
-            )
-        if not isinstance(vectors, Tensor) or vectors.dim() != 2 or vectors.shape[0] != num_leaves:
-            shape = tuple(vectors.shape) if isinstance(vectors, Tensor) else type(vectors).__name__
-            raise ConfigError(f"tree='clustered': vectors must be a tensor of shape ({num_leaves}, D), got {shape}")
-        return clustered_tree(vectors)
-    weights = zipf_counts(num_leaves) if counts is None else as_counts(counts, num_leaves, f"tree={kind!r}")
-    return huffman_tree(weights) if kind == "huffman" else class_tree(weights)
+    if kind not in TREES:
+        raise ConfigError(unknown_name_message("tree", str(kind), TREES.names()))
+    return TREES.get(kind)(num_leaves, counts=counts, vectors=vectors)
+
+
+def _frequencies(kind: str, num_leaves: int, counts) -> Tensor:
+    return zipf_counts(num_leaves) if counts is None else as_counts(counts, num_leaves, f"tree={kind!r}")
+
+
+@TREES.register("huffman")
+def _huffman(num_leaves: int, *, counts=None, vectors: Optional[Tensor] = None) -> Tree:
+    return huffman_tree(_frequencies("huffman", num_leaves, counts))
+
+
+@TREES.register("balanced")
+def _balanced(num_leaves: int, *, counts=None, vectors: Optional[Tensor] = None) -> Tree:
+    return balanced_tree(num_leaves)
+
+
+@TREES.register("random")
+def _random(num_leaves: int, *, counts=None, vectors: Optional[Tensor] = None) -> Tree:
+    return balanced_tree(num_leaves, permutation=torch.randperm(num_leaves))
+
+
+@TREES.register("class")
+def _class(num_leaves: int, *, counts=None, vectors: Optional[Tensor] = None) -> Tree:
+    return class_tree(_frequencies("class", num_leaves, counts))
+
+
+@TREES.register("clustered")
+def _clustered(num_leaves: int, *, counts=None, vectors: Optional[Tensor] = None) -> Tree:
+    if vectors is None:
+        raise ConfigError(
+            "tree='clustered' needs vectors=: a (V, D) tensor of word vectors, e.g. the input embeddings "
+            "of a model trained first with another output layer (Mnih & Hinton 2008)"
+        )
+    if not isinstance(vectors, Tensor) or vectors.dim() != 2 or vectors.shape[0] != num_leaves:
+        shape = tuple(vectors.shape) if isinstance(vectors, Tensor) else type(vectors).__name__
+        raise ConfigError(f"tree='clustered': vectors must be a tensor of shape ({num_leaves}, D), got {shape}")
+    return clustered_tree(vectors)

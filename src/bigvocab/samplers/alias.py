@@ -73,14 +73,15 @@ class AliasTable(nn.Module):
 
     Args:
         weights: (V,) non-negative, unnormalised.
+        device: where the table is built and kept (default: the weights').
 
     Buffers: ``probs`` (V,) float64 normalised probabilities, ``accept`` (V,) float64,
     ``alias`` (V,) int64.
     """
 
-    def __init__(self, weights: Tensor) -> None:
+    def __init__(self, weights: Tensor, *, device: Optional[torch.device] = None) -> None:
         super().__init__()
-        weights = torch.as_tensor(weights, dtype=torch.float64)
+        weights = torch.as_tensor(weights, dtype=torch.float64, device=device)
         self.register_buffer("probs", torch.empty_like(weights))
         self.register_buffer("accept", torch.empty_like(weights))
         self.register_buffer("alias", torch.empty(weights.shape, dtype=torch.long))
@@ -103,8 +104,8 @@ class AliasTable(nn.Module):
         return torch.where(coin < self.accept[bucket], bucket, self.alias[bucket])
 
     def log_prob(self, ids: Tensor) -> Tensor:
-        """log p(ids) in float32, same shape as ``ids``."""
-        return self.probs[ids].log().float()
+        """log p(ids) in float64, same shape as ``ids``."""
+        return self.probs[ids].log()
 
 
 class AliasSampler(Sampler):
@@ -120,4 +121,4 @@ class AliasSampler(Sampler):
         return self.table.sample((check_positive_int("num_samples", num_samples),), generator)
 
     def log_q(self, ids: Tensor, *, context: Optional[Tensor] = None) -> Tensor:
-        return self.table.log_prob(ids)
+        return self.table.log_prob(ids).to(self.dtype)

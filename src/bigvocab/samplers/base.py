@@ -26,20 +26,32 @@ class Sampler(nn.Module):
     Subclasses implement :meth:`sample` and :meth:`log_q`; adaptive ones also :meth:`update`.
     ``context`` is the conditioning information of context-dependent proposals (the previous
     token for ``bigram``) and is ignored by the others.
+
+    ``device`` is where the sampler's tables live and its ids are drawn; ``dtype`` that of the
+    log-probabilities :meth:`log_q` returns (the default dtype when None). Both follow
+    ``.to(...)``.
     """
 
     #: True when the proposal depends on ``context``.
     conditional: bool = False
 
-    def __init__(self, num_classes: int) -> None:
+    def __init__(
+        self, num_classes: int, *, device: Optional[torch.device] = None, dtype: Optional[torch.dtype] = None
+    ) -> None:
         super().__init__()
         self.num_classes = check_positive_int("num_classes", num_classes)
-        # Follows ``.to(device)`` so that samplers without state draw on the right device.
-        self.register_buffer("_anchor", torch.empty(0), persistent=False)
+        # Follows ``.to(device)`` / ``.double()`` so that samplers without state draw on the right
+        # device and score in the layer's dtype.
+        self.register_buffer("_anchor", torch.empty(0, device=device, dtype=dtype), persistent=False)
 
     @property
     def device(self) -> torch.device:
         return self._anchor.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """The dtype of :meth:`log_q`'s results."""
+        return self._anchor.dtype
 
     def sample(
         self, num_samples: int, *, context: Optional[Tensor] = None, generator: Optional[torch.Generator] = None

@@ -39,7 +39,7 @@ from bigvocab.registry import SAMPLERS
 from bigvocab.samplers.base import Sampler
 from bigvocab.samplers.learned import LearnedSampler, refresh_due
 from bigvocab.samplers.unigram import UnigramSampler
-from bigvocab.validation import check_positive_float, check_positive_int, check_probability
+from bigvocab.validation import check_nonnegative_float, check_positive_float, check_positive_int, check_probability
 
 
 def _merge_before_saving(module: "BigramSampler", prefix: str, keep_vars: bool) -> None:
@@ -58,6 +58,7 @@ class BigramSampler(Sampler):
         initial_weight: starting λ of every seen-context bucket, in (0, 1).
         mixture_rate: step size of the mixture-weight adaptation (0 keeps λ fixed).
         refresh: merge pending bigram counts once they reach this fraction of those merged.
+        device, dtype: see :class:`~bigvocab.samplers.base.Sampler`.
 
     ``context`` (previous token ids) of shape (N,) makes :meth:`sample` return (N, k) and
     :meth:`log_q` read one context per leading index of ``ids``; without context the proposal
@@ -75,25 +76,28 @@ class BigramSampler(Sampler):
         initial_weight: float = 0.5,
         mixture_rate: float = 0.05,
         refresh: float = 0.1,
+        device: Optional[torch.device] = None,
+        dtype: Optional[torch.dtype] = None,
     ) -> None:
-        super().__init__(num_classes)
+        super().__init__(num_classes, device=device, dtype=dtype)
         if num_classes > 3_000_000_000:
             raise ConfigError(f"bigram sampler keys c * V + w overflow int64 for num_classes={num_classes}")
         self.num_buckets = check_positive_int("num_buckets", num_buckets)
         if num_buckets < 2:
             raise ConfigError(f"num_buckets must be at least 2 (bucket 0 is for unseen contexts), got {num_buckets}")
         check_probability("initial_weight", initial_weight, allow_zero=False, allow_one=False)
-        if isinstance(mixture_rate, bool) or not isinstance(mixture_rate, (int, float)) or not mixture_rate >= 0:
-            raise ConfigError(f"mixture_rate must be a number >= 0, got {mixture_rate!r}")
-        self.mixture_rate = float(mixture_rate)
+        self.mixture_rate = check_nonnegative_float("mixture_rate", mixture_rate)
         self.refresh_fraction = check_positive_float("refresh", refresh)
+        factory = {"device": device, "dtype": dtype}
         self.unigram: Sampler = (
-            UnigramSampler(num_classes, counts=counts) if counts is not None else LearnedSampler(num_classes)
+            UnigramSampler(num_classes, counts=counts, **factory)
+            if counts is not None
+            else LearnedSampler(num_classes, **factory)
         )
         logit = math.log(initial_weight / (1 - initial_weight))
-        self.register_buffer("mixture_logits", torch.full((num_buckets,), logit, dtype=torch.float64))
-        self.register_buffer("keys", torch.empty(0, dtype=torch.long))
-        self.register_buffer("cumulative", torch.empty(0, dtype=torch.float64))
+        self.register_buffer("mixture_logits", torch.full((num_buckets,), logit, dtype=torch.float64, device=device))
+        self.register_buffer("keys", torch.empty(0, dtype=torch.long, device=device))
+        self.register_buffer("cumulative", torch.empty(0, dtype=torch.float64, device=device))
         self._pending: list[Tensor] = []
         self._pending_count = 0
         self._merged_count = 0.0
@@ -171,7 +175,7 @@ class BigramSampler(Sampler):
         """log Q(ids | context); ``context`` has the leading shape of ``ids`` (or equals it)."""
         log_unigram = self.unigram.log_q(ids).to(torch.float64)
         if context is None:
-            return log_unigram.float()
+            return log_unigram.to(self.dtype)
         context = context.to(ids.device).long()
         context = context.reshape(context.shape + (1,) * (ids.dim() - context.dim())).expand(ids.shape)
         flat_context, flat_ids = context.reshape(-1), ids.reshape(-1)
@@ -181,7 +185,7 @@ class BigramSampler(Sampler):
             torch.log(weight) + self._log_bigram(flat_context, flat_ids, total),
             torch.log1p(-weight) + log_unigram.reshape(-1),
         )
-        return log_mix.reshape(ids.shape).float()
+        return log_mix.reshape(ids.shape).to(self.dtype)
 
     @torch.no_grad()
     def update(

@@ -17,7 +17,7 @@ from bigvocab.errors import ConfigError
 from bigvocab.registry import SAMPLERS
 from bigvocab.samplers.alias import AliasSampler, AliasTable
 from bigvocab.samplers.base import as_counts
-from bigvocab.validation import check_positive_float
+from bigvocab.validation import check_nonnegative_float, check_positive_float
 
 
 def refresh_due(added: float, base: float, fraction: float) -> bool:
@@ -36,6 +36,7 @@ class LearnedSampler(AliasSampler):
         prior: pseudo-count added to every class (Laplace smoothing) so that no class ever has
             Q = 0, which importance sampling needs.
         refresh: rebuild the alias table once the new mass reaches this fraction of the old.
+        device, dtype: see :class:`~bigvocab.samplers.base.Sampler`.
 
     Buffers: ``counts`` (V,) float64 (prior included), ``mass`` (its sum), ``built_mass``.
     """
@@ -47,16 +48,18 @@ class LearnedSampler(AliasSampler):
         counts: Optional[Union[Sequence[float], Tensor]] = None,
         prior: float = 1.0,
         refresh: float = 0.1,
+        device: Optional[torch.device] = None,
+        dtype: Optional[torch.dtype] = None,
     ) -> None:
-        super().__init__(num_classes)
-        if isinstance(prior, bool) or not isinstance(prior, (int, float)) or not prior >= 0:
-            raise ConfigError(f"prior must be a number >= 0, got {prior!r}")
+        super().__init__(num_classes, device=device, dtype=dtype)
+        check_nonnegative_float("prior", prior)
         self.refresh_fraction = check_positive_float("refresh", refresh)
         initial = torch.full((num_classes,), float(prior), dtype=torch.float64)
         if counts is not None:
             initial += as_counts(counts, num_classes, "learned sampler")
         if initial.sum() <= 0:
             raise ConfigError("learned sampler: with prior=0 it needs counts= that are not all zero")
+        initial = initial.to(device)
         self.register_buffer("counts", initial)
         self.register_buffer("mass", initial.sum())
         self.register_buffer("built_mass", initial.sum())

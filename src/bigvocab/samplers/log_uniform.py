@@ -34,4 +34,4 @@ class LogUniformSampler(Sampler):
 
     def log_q(self, ids: Tensor, *, context: Optional[Tensor] = None) -> Tensor:
         rank = ids.to(torch.float64) + 1
-        return (torch.log(torch.log1p(1 / rank)) - math.log(math.log1p(self.num_classes))).float()
+        return (torch.log(torch.log1p(1 / rank)) - math.log(math.log1p(self.num_classes))).to(self.dtype)

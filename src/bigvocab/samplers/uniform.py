@@ -24,4 +24,4 @@ class UniformSampler(Sampler):
         return torch.randint(self.num_classes, (num_samples,), generator=generator, device=self.device)
 
     def log_q(self, ids: Tensor, *, context: Optional[Tensor] = None) -> Tensor:
-        return torch.full(ids.shape, -math.log(self.num_classes), device=ids.device)
+        return torch.full(ids.shape, -math.log(self.num_classes), device=ids.device, dtype=self.dtype)

@@ -6,15 +6,16 @@ flattened unigram of word2vec's negative sampling (Mikolov et al. 2013).
 
 from __future__ import annotations
 
-import math
 from typing import Optional, Sequence, Union
 
+import torch
 from torch import Tensor
 
 from bigvocab.errors import ConfigError
 from bigvocab.registry import SAMPLERS
 from bigvocab.samplers.alias import AliasSampler, AliasTable
 from bigvocab.samplers.base import as_counts
+from bigvocab.validation import check_nonnegative_float
 
 
 @SAMPLERS.register("unigram")
@@ -25,21 +26,26 @@ class UnigramSampler(AliasSampler):
         num_classes: V.
         counts: (V,) training frequencies (required).
         power: exponent applied to the counts, >= 0.
+        device, dtype: see :class:`~bigvocab.samplers.base.Sampler`.
     """
 
     def __init__(
-        self, num_classes: int, *, counts: Optional[Union[Sequence[float], Tensor]] = None, power: float = 1.0
+        self,
+        num_classes: int,
+        *,
+        counts: Optional[Union[Sequence[float], Tensor]] = None,
+        power: float = 1.0,
+        device: Optional[torch.device] = None,
+        dtype: Optional[torch.dtype] = None,
     ) -> None:
-        super().__init__(num_classes)
+        super().__init__(num_classes, device=device, dtype=dtype)
         if counts is None:
             raise ConfigError(
                 "the 'unigram' sampler needs counts= (the training frequency of each class); pass counts, "
                 "or choose a sampler that does not need them: 'uniform', 'log_uniform' or 'learned'"
             )
-        if isinstance(power, bool) or not isinstance(power, (int, float)) or not math.isfinite(power) or power < 0:
-            raise ConfigError(f"power must be a finite number >= 0, got {power!r}")
-        self.power = float(power)
-        self.table = AliasTable(as_counts(counts, num_classes, "unigram sampler").pow(self.power))
+        self.power = check_nonnegative_float("power", power)
+        self.table = AliasTable(as_counts(counts, num_classes, "unigram sampler").pow(self.power), device=device)
 
     def extra_repr(self) -> str:
         return super().extra_repr() + f", power={self.power}"

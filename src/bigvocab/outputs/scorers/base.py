@@ -21,6 +21,8 @@ What a scorer answers (all tensors on the scorer's device and dtype; N rows, H f
 * :meth:`topk` -- the exact k best (log-probability, id) pairs, (N, k) each, streamed likewise.
 * :meth:`logits` -- all (N, V) scores, for ``log_softmax`` and small V only.
 * :meth:`sparse_parameters` -- the per-word parameters that :meth:`class_logits` gathers sparsely.
+* :meth:`cost` -- FLOPs and bytes of computing ``pairs`` scores over ``rows`` distinct classes
+  (:mod:`bigvocab.outputs.cost`), from which each objective writes its cost model.
 
 A new scorer subclasses :class:`Scorer` (or :class:`~bigvocab.outputs.scorers.rows.RowScorer`
 when its scores are h . e_w + b_w for some output embedding e_w), implements the methods above,
@@ -36,6 +38,7 @@ from typing import Optional
 from torch import Tensor, nn
 
 from bigvocab.errors import ConfigError
+from bigvocab.outputs.cost import Cost
 from bigvocab.validation import check_positive_int
 
 
@@ -99,3 +102,11 @@ class Scorer(nn.Module):
         """Set every free output row to zero (word2vec's start); only scorers with
         :attr:`free_rows` can."""
         raise ConfigError(f"the {type(self).registered_name!r} scorer has no free output rows to zero")
+
+    def reset_parameters(self) -> None:
+        """Draw the initial parameters again (scorers whose start is not random keep theirs)."""
+
+    def cost(self, pairs: float, rows: float, *, training: bool) -> Cost:
+        """FLOPs and bytes of ``pairs`` scores (hidden row, class) over ``rows`` distinct classes:
+        forward only, or forward and backward when ``training``."""
+        raise NotImplementedError

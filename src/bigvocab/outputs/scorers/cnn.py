@@ -163,6 +163,25 @@ class CNNScorer(RowScorer):
         and gets a dense gradient."""
         return [p for p in (self.correction, self.bias) if p is not None]
 
+    def row_parameters(self) -> int:
+        return self.correction_dim
+
+    def row_flops(self) -> float:
+        """The CharCNN of one word of mean length (marks included), its correction projected."""
+        length = float(self.lengths.double().mean())
+        char_dim = self.cnn.embedding.embedding_dim
+        convolutions = sum(
+            2.0 * char_dim * w * conv.out_channels * max(1.0, length - w + 1)
+            for conv, w in zip(self.cnn.convs, self.cnn.widths)
+        )
+        highways = sum(2.0 * h.in_features * h.out_features for h in self.cnn.highways)
+        projection = 2.0 * self.cnn.projection.in_features * self.in_features
+        return convolutions + highways + projection + 2.0 * self.correction_dim * self.in_features
+
+    def shared_parameters(self) -> int:
+        correction = sum(p.numel() for p in self.correction_projection.parameters()) if self.correction_dim else 0
+        return sum(p.numel() for p in self.cnn.parameters()) + correction
+
     def embed(self, ids: Tensor) -> Tensor:
         """Output embeddings of the words ``ids`` (M,) -> (M, H), one CNN row per id."""
         lengths = self.lengths[ids]

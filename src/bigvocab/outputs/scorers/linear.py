@@ -68,6 +68,9 @@ class LinearScorer(RowScorer):
             )
         self.weight = embedding.weight
 
+    def row_parameters(self) -> int:
+        return self.in_features
+
     def rows(self, ids: Tensor) -> Tensor:
         return gather_rows(self.weight, ids, sparse=self.sparse_grad)
 

@@ -12,6 +12,7 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
+from bigvocab.outputs.cost import PASSES, Cost, dot_cost
 from bigvocab.outputs.functional import chunked_logsumexp, chunked_topk, gather_rows
 from bigvocab.outputs.scorers.base import Scorer
 
@@ -21,6 +22,26 @@ class RowScorer(Scorer):
     ``bias`` (V,) parameter (None when the scorer has no bias)."""
 
     bias: Optional[nn.Parameter]
+
+    def row_parameters(self) -> int:
+        """Numbers of per-word parameters behind one row (a free row's H, a correction...)."""
+        raise NotImplementedError
+
+    def row_flops(self) -> float:
+        """FLOPs to compute one row forward (0 for a free row)."""
+        return 0.0
+
+    def shared_parameters(self) -> int:
+        """Numbers of parameters every row is computed from (a CNN's filters)."""
+        return 0
+
+    def cost(self, pairs: float, rows: float, *, training: bool) -> Cost:
+        """h . e_w for each pair; each distinct row read (and computed) once per pass."""
+        per_row = self.row_parameters() + (self.bias is not None)
+        weights = rows * per_row + self.shared_parameters()
+        size = next(self.parameters()).element_size()
+        computed = Cost(PASSES[training] * rows * self.row_flops(), 0.0)
+        return dot_cost(pairs, self.in_features, weights, element_size=size, training=training) + computed
 
     def rows(self, ids: Tensor) -> Tensor:
         """Output embeddings of ``ids`` (M,) -> (M, H); gradients only to those words' rows."""

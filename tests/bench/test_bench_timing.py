@@ -9,8 +9,7 @@ import torch
 from bigvocab.bench import formatting as fmt
 from bigvocab.bench.config import BenchConfig
 from bigvocab.bench.speed import Prepared, repeats_within, time_operations
-from bigvocab.bench.stats import paired_speedup
-from bigvocab.bench.timing import inner_loop_size, paired_timings
+from bigvocab.bench.timing import inner_loop_size, paired_speedup, paired_timings
 from bigvocab.errors import ConfigError
 
 

@@ -1,5 +1,5 @@
-"""The PyTorch peers behind the OutputLayer interface, the required-flops formulas against a
-brute-force count, and the matmul-rate probe."""
+"""The PyTorch peers behind the OutputLayer interface, the layers' declared cost models (which
+the bench reads as required flops) against brute-force counts, and the matmul-rate probe."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import pytest
 import torch
 
 import bigvocab
-from bigvocab.bench.flops import TRAIN_FLOPS, counted_flops, required_train_flops
-from bigvocab.bench.matmul_rate import measure_matmul_rate
-from bigvocab.bench.peers import LinearCrossEntropyPeer, TorchAdaptivePeer
+from bigvocab.bench.roofline import counted_flops, measure_matmul_rate, required_train_cost
+from bigvocab.bench.peers import PEERS, LinearCrossEntropyPeer, TorchAdaptivePeer
+from bigvocab.factory import build
+from bigvocab.registry import OUTPUTS
 
 V, H, N = 50, 16, 9
 
@@ -32,7 +33,12 @@ def test_peers_are_exact_normalised_output_layers(peer):
     torch.testing.assert_close(values, log_p.topk(3, dim=1).values)
 
 
-@pytest.mark.skipif("adaptive" not in bigvocab.list_outputs(), reason="adaptive not registered")
+def required_train_flops(layer, target) -> float:
+    cost, source = required_train_cost(layer, target)
+    assert source == "formula"
+    return cost.flops
+
+
 def test_torch_adaptive_is_the_same_model_as_adaptive():
     counts = zipf_counts(V)
     ours = bigvocab.create_output("adaptive", H, V, counts=counts)
@@ -40,7 +46,8 @@ def test_torch_adaptive_is_the_same_model_as_adaptive():
     assert peer.cutoffs == ours.cutoffs
     assert sum(p.numel() for p in peer.parameters()) == sum(p.numel() for p in ours.parameters())
     target = torch.randint(0, V, (N,))
-    assert required_train_flops("adaptive", ours, target) == required_train_flops("torch-adaptive", peer, target)
+    assert ours.train_cost(target) == peer.train_cost(target)
+    assert ours.log_prob_cost(target) == peer.log_prob_cost(target)
 
 
 def test_dense_formula_matches_the_counted_matmul_flops():
@@ -48,9 +55,7 @@ def test_dense_formula_matches_the_counted_matmul_flops():
     hidden = torch.randn(N, H, requires_grad=True)
     target = torch.randint(0, V, (N,))
     counted = counted_flops(lambda: peer.loss(hidden, target).backward())
-    required, source = required_train_flops("torch-linear", peer, target)
-    assert source == "formula"
-    assert required == counted == 6 * N * H * V
+    assert required_train_flops(peer, target) == counted == 6 * N * H * V
 
 
 def test_torch_adaptive_formula_counts_head_and_visited_clusters():
@@ -58,12 +63,11 @@ def test_torch_adaptive_formula_counts_head_and_visited_clusters():
     target = torch.randint(0, V, (N,))
     hidden = torch.randn(N, H, requires_grad=True)
     counted = counted_flops(lambda: peer.loss(hidden, target).backward())
-    required, _ = required_train_flops("torch-adaptive", peer, target)
+    required = required_train_flops(peer, target)
     # torch runs each visited cluster only on the rows whose target is in it: the same arithmetic.
     assert required == counted
 
 
-@pytest.mark.skipif("hsm" not in bigvocab.list_outputs(), reason="hsm not registered")
 @pytest.mark.parametrize("tree", ["balanced", "huffman", "class"])
 def test_tree_formula_is_the_brute_force_path_cost(tree):
     counts = zipf_counts(V)
@@ -72,33 +76,59 @@ def test_tree_formula_is_the_brute_force_path_cost(tree):
     brute = 0
     for leaf in target.tolist():
         brute += sum(int(layer.tree.arity[node]) - 1 for node in layer.tree.path(leaf))
-    required, source = required_train_flops("hsm", layer, target)
-    assert source == "formula"
-    assert required == 6 * H * brute
+    assert required_train_flops(layer, target) == 6 * H * brute
 
 
-@pytest.mark.skipif("dsoftmax" not in bigvocab.list_outputs(), reason="dsoftmax not registered")
 def test_dsoftmax_formula_is_the_block_diagonal_cost():
     layer = bigvocab.create_output("dsoftmax", H, V, counts=zipf_counts(V))
     target = torch.randint(0, V, (N,))
     # Every weight entry of a band is one multiply-add with one hidden unit per row.
     per_row = sum(w.numel() for w in layer.weights)
-    assert required_train_flops("dsoftmax", layer, target) == (6.0 * N * per_row, "formula")
+    assert required_train_flops(layer, target) == 6.0 * N * per_row
 
 
-@pytest.mark.parametrize("name", [n for n in ("sampled", "nce", "neg") if n in bigvocab.list_outputs()])
+@pytest.mark.parametrize("name", ["sampled", "nce", "neg", "ais"])
 def test_sampling_formula_is_k_plus_one_rows(name):
     layer = bigvocab.create_output(name, H, V, counts=zipf_counts(V), num_samples=7)
     target = torch.randint(0, V, (N,))
-    assert required_train_flops(name, layer, target) == (6.0 * N * H * 8, "formula")
+    assert required_train_flops(layer, target) == 6.0 * N * H * 8
 
 
-def test_unknown_method_has_no_formula():
-    assert (
-        required_train_flops("no-such-method", LinearCrossEntropyPeer(H, V), torch.zeros(2, dtype=torch.long))[0]
-        is None
-    )
-    assert "full" in TRAIN_FLOPS
+def test_dense_objectives_pay_the_whole_normaliser_and_infreq_a_fraction():
+    target = torch.randint(0, V, (N,))
+    for name in ("full", "selfnorm"):
+        assert required_train_flops(bigvocab.create_output(name, H, V), target) == 6.0 * N * H * V
+    infreq = bigvocab.create_output("infreq", H, V, gamma=0.25)
+    chosen = round(0.25 * N)
+    assert required_train_flops(infreq, target) == 6.0 * H * (N + chosen * V)
+    tau = bigvocab.create_output("target", H, V, num_samples=7)
+    assert required_train_flops(tau, target) == 6.0 * N * H * max(7, int(torch.unique(target).numel()))
+
+
+def test_linear_bytes_count_each_touched_row_three_times():
+    layer = bigvocab.create_output("sampled", H, V, num_samples=7, shared=False, bias=False)
+    target = torch.randint(0, V, (N,))
+    # N (k + 1) gathered rows of H floats, read forward and backward and their gradient written,
+    # plus the hidden states read and their gradient written.
+    assert layer.train_cost(target).bytes == 4 * (3 * N * 8 * H + 2 * N * H)
+    assert layer.log_prob_cost(target).bytes == 4 * (V * H + N * H)
+
+
+def _layer(registry, name: str):
+    words = [f"w{i}" for i in range(V)]
+    vectors = torch.randn(V, 4)
+    side = {"counts": zipf_counts(V), "words": words, "vectors": vectors}
+    return build(registry, name, (H, V), side, {})
+
+
+@pytest.mark.parametrize(
+    "registry, name", [(OUTPUTS, n) for n in bigvocab.list_outputs()] + [(PEERS, n) for n in PEERS.names()]
+)
+def test_every_layer_declares_a_cost_model(registry, name):
+    layer = _layer(registry, name)
+    target = torch.randint(0, V, (N,))
+    for cost in (layer.train_cost(target), layer.log_prob_cost(target)):
+        assert cost.flops > 0 and cost.bytes > 0
 
 
 def test_matmul_rate_reports_each_shape_and_the_best():

@@ -1,0 +1,47 @@
+"""Cost models: the arithmetic and memory traffic an operation of a layer *must* do.
+
+Each layer declares ``train_cost(target)`` (one training step, forward and backward) and
+``log_prob_cost(target)`` (exact log-probabilities of the targets, forward only) as a
+:class:`Cost`, from its shape and options alone; the bench's roofline divides them by the
+measured time and the machine's rates, and never needs to know which layer it holds.
+
+Accounting (the standard one of Kaplan et al. 2020, section 2.1):
+
+* a multiply-add is 2 flops, so scoring one hidden row against one output vector of width H costs
+  2H; the backward of a product Y = X W costs two more products of the same size
+  (dX = dY W^T, dW = X^T dY), so a training step costs 3x its forward;
+* bytes moved count each parameter the operation touches once per pass that reads it (forward,
+  and in training the backward's read and the gradient's write: 3 passes), plus the hidden states
+  read (and their gradient written in training). Activations that stay in cache are not counted,
+  so these are lower bounds on the traffic of a real step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: Passes over a touched parameter: forward only, or forward + backward read + gradient write.
+PASSES = {False: 1, True: 3}
+
+
+@dataclass(frozen=True)
+class Cost:
+    """``flops`` and ``bytes`` (moved to or from memory) of one operation."""
+
+    flops: float
+    bytes: float
+
+    def __add__(self, other: "Cost") -> "Cost":
+        return Cost(self.flops + other.flops, self.bytes + other.bytes)
+
+
+def dot_cost(pairs: float, width: int, parameters: float, *, element_size: int, training: bool) -> Cost:
+    """``pairs`` dot products of ``width`` numbers reading ``parameters`` numbers of weights:
+    2·pairs·width flops (x3 in training) and the weights moved once per pass."""
+    passes = PASSES[training]
+    return Cost(2.0 * passes * pairs * width, float(passes * parameters * element_size))
+
+
+def hidden_cost(rows: int, width: int, *, element_size: int, training: bool) -> Cost:
+    """Reading the (rows, width) hidden states, and writing their gradient in training."""
+    return Cost(0.0, float((2 if training else 1) * rows * width * element_size))
