@@ -164,3 +164,15 @@ def test_spelling_log_prob_errors():
         make().spelling_log_prob(hidden, ["ab"])
     with pytest.raises(ConfigError, match="outside the alphabet: 'z'"):
         make(constrained=False).spelling_log_prob(hidden, ["az"])
+
+
+def test_cost_model_counts_the_spelling_steps():
+    layer = make()
+    target = torch.tensor([0, 2])  # "a" and "and": 2 + 4 decoder steps with the end symbol
+    cost = layer.train_cost(target)
+    lstm = 2 * 6 * 4 * 6 * (3 + 6)  # steps x gates x (char_dim + decoder_size) multiply-adds, x2
+    output = 2 * 6 * (len(layer.alphabet) + 1) * 6
+    start = 2 * 2 * (3 + 6) * H
+    assert cost.flops == 3 * (lstm + output + start)
+    assert layer.log_prob_cost(target).flops == lstm + output + start
+    assert make(constrained=False).log_prob_cost(target).flops > cost.flops

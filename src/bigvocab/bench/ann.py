@@ -33,8 +33,7 @@ import bigvocab
 from bigvocab.bench.config import parse_sizes
 from bigvocab.bench.formatting import speedup
 from bigvocab.bench.machine import describe_machine
-from bigvocab.bench.stats import paired_speedup
-from bigvocab.bench.timing import paired_timings
+from bigvocab.bench.timing import paired_speedup, paired_timings
 
 #: (build options, list of search options) per kind: each build is searched at every point.
 SWEEPS: dict[str, list[tuple[dict, list[dict]]]] = {

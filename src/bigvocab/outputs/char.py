@@ -38,6 +38,7 @@ from torch import Tensor, nn
 from bigvocab.errors import ConfigError
 from bigvocab.index.ragged import ragged_topk
 from bigvocab.outputs.base import OutputLayer
+from bigvocab.outputs.cost import Cost, dot_cost, hidden_cost
 from bigvocab.outputs.functional import DEFAULT_CHUNK_ELEMENTS
 from bigvocab.registry import OUTPUTS
 from bigvocab.validation import check_positive_int
@@ -269,6 +270,25 @@ class CharacterSoftmax(OutputLayer):
         if self.constrained:
             return path
         return path - torch.logsumexp(self._word_log_probs(hidden), dim=1)
+
+    # ------------------------------------------------------------------ cost model
+    def train_cost(self, target: Tensor) -> Cost:
+        return self._decoder_cost(float(self.lengths[target.cpu()].sum()), target.numel(), training=True)
+
+    def log_prob_cost(self, target: Tensor) -> Cost:
+        # Constrained: each target's own spelling; open: every trie node, for log Z over V.
+        steps = float(self.lengths[target.cpu()].sum()) if self.constrained else float(target.numel() * self.parent.shape[0])
+        return self._decoder_cost(steps, target.numel(), training=False)
+
+    def _decoder_cost(self, steps: float, rows: int, *, training: bool) -> Cost:
+        """``steps`` decoder steps (a cell update and a softmax over the A + 1 symbols each) for
+        ``rows`` hidden states, each first projected to the start state and the condition."""
+        size, char_dim, width = self.element_size(), self.embedding.embedding_dim, self.cell.hidden_size
+        gates = width * (4 if self.cell_kind == "lstm" else 3)
+        cell = dot_cost(steps * gates, char_dim + width, gates * (char_dim + width), element_size=size, training=training)
+        output = dot_cost(steps * self.output.out_features, width, self.output.weight.numel(), element_size=size, training=training)
+        start = dot_cost(rows * (char_dim + width), self.in_features, (char_dim + width) * self.in_features, element_size=size, training=training)
+        return cell + output + start + hidden_cost(rows, self.in_features, element_size=size, training=training)
 
     # ------------------------------------------------------------------ exact top-k
     def _topk(self, hidden: Tensor, k: int) -> tuple[Tensor, Tensor]:
