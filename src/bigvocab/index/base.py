@@ -147,7 +147,7 @@ def build_index(weight: Tensor, bias: Optional[Tensor] = None, *, kind: str, **o
     valid ones. The returned index carries ``build_seconds`` (wall time of lifting the rows and
     building) and the tensor versions it was built from.
     """
-    from bigvocab.factory import _build  # the keyword checks that create_output uses
+    from bigvocab.factory import build  # the keyword checks that create_output uses
 
     if weight.dim() != 2:
         raise ConfigError(f"weight must be (V, H), got shape {tuple(weight.shape)}")
@@ -155,7 +155,7 @@ def build_index(weight: Tensor, bias: Optional[Tensor] = None, *, kind: str, **o
         raise ConfigError(f"bias must be (V,) = ({weight.shape[0]},), got shape {tuple(bias.shape)}")
     start = time.perf_counter()
     rows, beta = lift_rows(weight, bias)
-    index = _build(INDEXES, kind, (rows,), {}, options)
+    index = build(INDEXES, kind, (rows,), {}, options)
     index.beta = beta
     index.build_seconds = time.perf_counter() - start
     index.kind = kind

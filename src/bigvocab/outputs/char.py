@@ -117,6 +117,7 @@ class CharacterSoftmax(OutputLayer):
         search_budget: (query, prefix) pairs a constrained ``topk`` query may expand before it is
             answered from the full distribution instead (a flat, untrained model prunes little).
         max_chunk_elements: floats held at once by a trie pass (default 2**24).
+        device, dtype: where the parameters (and the trie's index tensors) are created.
     """
 
     #: Constrained top-k searches the trie (the default); an open layer sets its own False.
@@ -134,6 +135,8 @@ class CharacterSoftmax(OutputLayer):
         char_dim: int = 32,
         search_budget: int = 4096,
         max_chunk_elements: Optional[int] = None,
+        device: Optional[torch.device] = None,
+        dtype: Optional[torch.dtype] = None,
     ) -> None:
         super().__init__(in_features, num_classes)
         if words is None:
@@ -154,16 +157,17 @@ class CharacterSoftmax(OutputLayer):
         trie = build_trie(words, self.symbols)
         for name, value in vars(trie).items():
             if isinstance(value, Tensor):
-                self.register_buffer(name, value, persistent=False)
+                self.register_buffer(name, value.to(device), persistent=False)
         self.levels = trie.levels
         size = check_positive_int("decoder_size", decoder_size)
         num_symbols = len(self.alphabet) + 1
         # Input symbols: the characters (1..A) and a begin symbol (0); the end is never an input.
-        self.embedding = nn.Embedding(num_symbols, check_positive_int("char_dim", char_dim))
-        self.condition = nn.Linear(in_features, char_dim)
-        self.initial = nn.Linear(in_features, size)
-        self.cell = CELLS[cell](char_dim, size)
-        self.output = nn.Linear(size, num_symbols)
+        factory = {"device": device, "dtype": dtype}
+        self.embedding = nn.Embedding(num_symbols, check_positive_int("char_dim", char_dim), **factory)
+        self.condition = nn.Linear(in_features, char_dim, **factory)
+        self.initial = nn.Linear(in_features, size, **factory)
+        self.cell = CELLS[cell](char_dim, size, **factory)
+        self.output = nn.Linear(size, num_symbols, **factory)
         self.search_budget = check_positive_int("search_budget", search_budget)
         self.max_chunk_elements = max_chunk_elements or DEFAULT_CHUNK_ELEMENTS
 
