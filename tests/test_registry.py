@@ -11,9 +11,9 @@ from bigvocab.factory import create_output, list_scorers, output_side_inputs
 import bigvocab.models  # noqa: F401  (registers the models)
 from bigvocab.registry import MODELS, OUTPUTS, TREES
 
-#: The names of /work/shared/DESIGN.md ("Registered names"); ``char`` joins when it is registered.
+#: The names of /work/shared/DESIGN.md ("Registered names").
 OUTPUT_NAMES = {
-    "full", "hsm", "dsoftmax", "cnn", "adaptive", "sampled", "ais", "target", "nce", "neg", "selfnorm", "infreq"
+    "full", "hsm", "dsoftmax", "cnn", "adaptive", "sampled", "ais", "target", "nce", "neg", "selfnorm", "infreq", "char"
 }
 SAMPLER_NAMES = {"uniform", "unigram", "log_uniform", "learned", "bigram"}
 MODEL_NAMES = {"nnlm", "lstm", "skipgram", "cbow", "cw"}

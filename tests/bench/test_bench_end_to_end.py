@@ -117,13 +117,14 @@ def test_skipping_both_phases_still_gives_the_rows(tmp_path):
 
 
 def test_search_layers_also_get_a_fitted_topk_timing(run):
-    """hsm and adaptive prune their exact top-k with probability bounds: they get a second top-k
-    timing on a fitted copy (with the target probability it reached); the others do not."""
+    """Layers that prune their exact top-k with probability bounds (they declare topk_by_search:
+    hsm, adaptive, char) get a second top-k timing on a fitted copy (with the target probability
+    it reached); the others do not."""
     results, _, _ = run
     for row in results["speed"]:
         if row["status"] != "ok":
             continue
-        searched = row["method"] in ("hsm", "adaptive")
+        searched = row["method"] in OUTPUTS and OUTPUTS.get(row["method"]).topk_by_search
         assert (row.get("topk_fitted_speedup") is not None) == searched, row["approach"]
         if searched:
             assert 0.0 < row["topk_fitted_target_p"] <= 1.0

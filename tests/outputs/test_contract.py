@@ -22,6 +22,7 @@ V, H = 37, 6
 EXTRA_CASES: dict[str, list[dict]] = {
     "sampled": [{"shared": False}, {"remove_accidental_hits": False}],
     "nce": [{"normaliser": "learned"}],
+    "char": [{"constrained": False}, {"cell": "gru"}],
 }
 
 

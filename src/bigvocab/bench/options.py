@@ -29,6 +29,13 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
         const="full",
         help="the long run: V up to 1M, bigger quality runs",
     )
+    mode.add_argument(
+        "--ann",
+        dest="bench_mode",
+        action="store_const",
+        const="ann",
+        help="approximate top-10 instead: recall and speed-up of each index kind at V = 1M (--outputs picks kinds)",
+    )
     parser.set_defaults(bench_mode="quick")
     parser.add_argument(
         "--outputs",
@@ -94,6 +101,10 @@ def main(args: argparse.Namespace) -> int:
 
         run_word2vec_bench(args.brown, args.out, args.repeats or 3)
         return 0
+    if getattr(args, "bench_mode", None) == "ann":
+        from bigvocab.bench.ann import main as ann_main
+
+        return ann_main(args)
     config = config_from_args(args)
     if getattr(args, "distributed", None) is not None:
         for path in run_distributed_bench(config, args.distributed, stream=sys.stdout):

@@ -33,6 +33,7 @@ from bigvocab.outputs import nce  # noqa: F401  (registers)
 from bigvocab.outputs import neg  # noqa: F401  (registers)
 from bigvocab.outputs import selfnorm  # noqa: F401  (registers)
 from bigvocab.outputs import infreq  # noqa: F401  (registers)
+from bigvocab.outputs import char  # noqa: F401  (registers)
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.outputs.objective import ScoredOutput
 from bigvocab.outputs.scorers import RowScorer, Scorer

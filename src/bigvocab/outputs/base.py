@@ -155,14 +155,46 @@ class OutputLayer(nn.Module):
         flat_hidden, _, lead = self._flatten(hidden, None)
         return self._log_softmax(flat_hidden).reshape(*lead, self.num_classes)
 
-    def topk(self, hidden: Tensor, k: int) -> tuple[Tensor, Tensor]:
-        """The ``k`` most probable classes: (log-probs, ids), each of shape (..., k), best first."""
+    def topk(self, hidden: Tensor, k: int, *, index=None, normalise: bool = True) -> tuple[Tensor, Tensor]:
+        """The ``k`` most probable classes: (log-probs, ids), each of shape (..., k), best first.
+
+        With ``index`` (from :meth:`build_index`) the ids are an approximate search's, their
+        values exact; ``normalise=False`` then returns exact logits instead of log-probs, which
+        skips the full pass over V that log Z costs.
+        """
         check_positive_int("k", k)
         if k > self.num_classes:
             raise ConfigError(f"k={k} exceeds the number of classes ({self.num_classes})")
         flat_hidden, _, lead = self._flatten(hidden, None)
-        values, ids = self._topk(flat_hidden, k)
+        if index is None:
+            values, ids = self._topk(flat_hidden, k)
+        else:
+            values, ids = self._topk_indexed(flat_hidden, k, index, normalise)
         return values.reshape(*lead, k), ids.reshape(*lead, k)
+
+    # ------------------------------------------------------------------ approximate top-k (bigvocab.index)
+    def build_index(self, kind: Optional[str] = None, **options: Any):
+        """An approximate top-k index over the layer's output rows [W_w, b_w] (see
+        :mod:`bigvocab.index`; ``kind`` defaults to ``bigvocab.index.default_kind()``). It is a cache
+        of the weights: once they change, ``topk(index=)`` refuses it until it is rebuilt."""
+        from bigvocab.index import build_index, default_kind
+
+        return build_index(*self._indexed_rows(), kind=kind or default_kind(), **options)
+
+    def _topk_indexed(self, hidden: Tensor, k: int, index, normalise: bool) -> tuple[Tensor, Tensor]:
+        weight, bias = self._indexed_rows()
+        index.check_fresh(weight, bias)
+        logits, ids = index.topk(hidden, weight, bias, k)
+        if normalise:
+            # log Z = s_w - log p(w) for the best id w: the layer's exact log_prob, one streamed
+            # pass over all V rows, O(N·V·H), as dear as the exact top-k.
+            with torch.no_grad():
+                logits = logits - (logits[:, :1] - self._log_prob(hidden, ids[:, 0])[:, None])
+        return logits, ids
+
+    def _indexed_rows(self) -> tuple[Tensor, Optional[Tensor]]:
+        """The free (V, H) output rows and (V,) bias or None that an index is built from."""
+        raise ConfigError(f"{type(self).__name__} has no free (V, H) output matrix to index (build_index, topk(index=))")
 
     def forward(self, hidden: Tensor, target: Tensor) -> Tensor:
         return self.loss(hidden, target)

@@ -159,6 +159,12 @@ class ScoredOutput(OutputLayer):
     def _topk(self, hidden: Tensor, k: int) -> tuple[Tensor, Tensor]:
         return self.scorer.topk(hidden, k)
 
+    # ------------------------------------------------------------------ approximate top-k (bigvocab.index)
+    def _indexed_rows(self) -> tuple[Tensor, Optional[Tensor]]:
+        if not self.scorer.free_rows:
+            return super()._indexed_rows()
+        return self.scorer.weight, self.scorer.bias
+
     # ------------------------------------------------------------------ the scorer through the layer
     def __getattr__(self, name: str) -> Any:
         try:
