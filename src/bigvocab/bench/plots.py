@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bigvocab.bench.rows import SpeedRow
+
 MISSING_MATPLOTLIB = "matplotlib is not installed, so no plots were drawn (pip install 'bigvocab[plot]')"
 
 
@@ -31,7 +33,7 @@ def write_plots(results: dict, out_dir: Path) -> tuple[list[Path], list[str]]:
     if plt is None:
         return [], [MISSING_MATPLOTLIB]
     written = []
-    ok_speed = [r for r in results.get("speed", []) if r.get("train_speedup") is not None]
+    ok_speed = [r for r in results.get("speed", []) if r.timings.get("train") is not None]
     if ok_speed:
         written.append(_speedup_plot(plt, ok_speed, out_dir / "speedup_vs_vocab.png"))
     ok_quality = [r for r in results.get("quality", []) if r.get("test_ppl") is not None]
@@ -46,14 +48,15 @@ def _style(plt, index: int) -> dict:
     return {"color": plt.cm.tab20(index % 20), "marker": markers[index % 7], "linestyle": dashes[index // 7 % 3]}
 
 
-def _speedup_plot(plt, rows: list[dict], path: Path) -> Path:
+def _speedup_plot(plt, rows: list[SpeedRow], path: Path) -> Path:
     figure, axes = plt.subplots(figsize=(8, 5.5))
-    for index, label in enumerate(dict.fromkeys(r["approach"] for r in rows)):
-        mine = sorted((r for r in rows if r["approach"] == label), key=lambda r: r["vocab_size"])
-        sizes = [r["vocab_size"] for r in mine]
-        medians = [r["train_speedup"] for r in mine]
-        below = [m - r["train_q1"] for m, r in zip(medians, mine)]
-        above = [r["train_q3"] - m for m, r in zip(medians, mine)]
+    for index, label in enumerate(dict.fromkeys(r.approach for r in rows)):
+        mine = sorted((r for r in rows if r.approach == label), key=lambda r: r.vocab_size)
+        sizes = [r.vocab_size for r in mine]
+        trains = [r.timings["train"] for r in mine]
+        medians = [t.speedup for t in trains]
+        below = [t.speedup - t.q1 for t in trains]
+        above = [t.q3 - t.speedup for t in trains]
         axes.errorbar(sizes, medians, yerr=[below, above], capsize=3, label=label, **_style(plt, index))
     axes.set_xscale("log")
     axes.set_yscale("log")

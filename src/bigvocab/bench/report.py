@@ -8,6 +8,7 @@ import csv
 import json
 import math
 import shlex
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -15,6 +16,7 @@ from bigvocab.bench import formatting as fmt
 from bigvocab.bench.config import BenchConfig
 from bigvocab.bench.operations import FIT_STEPS
 from bigvocab.bench.recommend import TOLERANCE
+from bigvocab.bench.rows import SpeedRow
 from bigvocab.registry import OUTPUTS
 
 SUMMARY_COLUMNS = ["Approach", "Train speed-up", "Test speed-up", "PPL small vocab", "PPL large vocab", "Parameters %"]
@@ -25,19 +27,19 @@ def summarise(results: dict) -> list[dict]:
     perplexities on the first (small) and second (large) quality corpora."""
     speed = results.get("speed", [])
     quality = results.get("quality", [])
-    largest = max((row["vocab_size"] for row in speed), default=None)
+    largest = max((row.vocab_size for row in speed), default=None)
     datasets = list(dict.fromkeys(row["dataset"] for row in quality))
     summary = []
     for label in results["approaches"]:
-        at_largest = next((r for r in speed if r["approach"] == label and r["vocab_size"] == largest), None)
+        at_largest = next((r for r in speed if r.approach == label and r.vocab_size == largest), None)
         line: dict = {"approach": label, "speed_vocab": largest}
         if at_largest is not None:
             line.update(
-                train_speedup=at_largest.get("train_speedup"),
-                test_speedup=at_largest.get("log_softmax_speedup"),
-                topk_speedup=at_largest.get("topk_speedup"),
-                params_pct=at_largest.get("params_pct"),
-                speed_failed=at_largest.get("status") == "error",
+                train_speedup=at_largest.speedup("train"),
+                test_speedup=at_largest.speedup("log_softmax"),
+                topk_speedup=at_largest.speedup("topk"),
+                params_pct=at_largest.params_pct,
+                speed_failed=at_largest.status == "error",
             )
         for slot, dataset in zip(("small", "large", "third"), datasets):
             found = next((r for r in quality if r["approach"] == label and r["dataset"] == dataset), None) or {}
@@ -45,10 +47,9 @@ def summarise(results: dict) -> list[dict]:
             line[f"ppl_{slot}"] = found.get("test_ppl")
             line[f"ppl_{slot}_ratio"] = found.get("ppl_ratio")
             line[f"ppl_{slot}_failed"] = found.get("status") == "error"
-        errors = [
-            f"{r.get('dataset', fmt.vocab(r['vocab_size']))}: {r['error']}"
-            for r in speed + quality
-            if r["approach"] == label and r.get("status") == "error"
+        errors = [f"{fmt.vocab(r.vocab_size)}: {r.error}" for r in speed if r.approach == label and r.status == "error"]
+        errors += [
+            f"{r['dataset']}: {r['error']}" for r in quality if r["approach"] == label and r.get("status") == "error"
         ]
         line["errors"] = "; ".join(errors)
         summary.append(line)
@@ -56,7 +57,9 @@ def summarise(results: dict) -> list[dict]:
 
 
 def _clean(value):
-    """JSON has no NaN or Infinity: they become null."""
+    """JSON has no NaN or Infinity: they become null. Dataclass rows become their fields."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return _clean(asdict(value))
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
@@ -74,7 +77,7 @@ def write_json(results: dict, path: Path) -> Path:
 def write_csv(results: dict, path: Path) -> Path:
     """Speed and quality rows in one table (``phase`` tells them apart); the columns are the
     union of the rows' keys, in order of first appearance."""
-    rows = list(results.get("speed", [])) + list(results.get("quality", []))
+    rows = [row.csv_record() for row in results.get("speed", [])] + list(results.get("quality", []))
     columns = list(dict.fromkeys(key for row in rows for key in row))
     with path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
@@ -151,7 +154,7 @@ def _or_error(text: str, failed: Optional[bool]) -> str:
     return "error" if failed and text == fmt.MISSING else text
 
 
-def speed_table(rows: list[dict]) -> str:
+def speed_table(rows: list[SpeedRow]) -> str:
     header = [
         "V",
         "Approach",
@@ -172,38 +175,39 @@ def speed_table(rows: list[dict]) -> str:
     ]
     lines = []
     for row in rows:
-        fraction = row.get("matmul_fraction")
-        required = row.get("required_flops")
+        fraction = row.matmul_fraction
+        required = row.required_flops
         lines.append(
             [
-                fmt.vocab(row["vocab_size"]),
-                row["approach"],
-                fmt.speedup_spread(row, "train"),
-                fmt.number(row.get("train_seconds"), 4),
-                fmt.speedup_spread(row, "log_softmax"),
-                str(row.get("eval_rows", fmt.MISSING)),
-                fmt.speedup_spread(row, "topk"),
+                fmt.vocab(row.vocab_size),
+                row.approach,
+                fmt.speedup_spread(row.timings.get("train")),
+                fmt.number(row.train_seconds, 4),
+                fmt.speedup_spread(row.timings.get("log_softmax")),
+                str(row.eval_rows),
+                fmt.speedup_spread(row.timings.get("topk")),
                 _fitted_cell(row),
-                fmt.number(row.get("params"), 0),
-                fmt.percent(row.get("params_pct")),
-                fmt.number(row.get("peak_step_mib")),
+                fmt.number(row.params, 0),
+                fmt.percent(row.params_pct),
+                fmt.number(row.peak_step_mib),
                 fmt.number(None if required is None else required / 1e9, 2)
-                + ("" if str(row.get("flops_source", "formula")) == "formula" else " (counted)"),
-                fmt.number(row.get("achieved_gflops")),
+                + ("" if str(row.flops_source or "formula") == "formula" else " (counted)"),
+                fmt.number(row.achieved_gflops),
                 fmt.percent(None if fraction is None else 100 * fraction),
-                fmt.percent(None if row.get("roofline_fraction") is None else 100 * row["roofline_fraction"]),
-                _status_cell(row),
+                fmt.percent(None if row.roofline_fraction is None else 100 * row.roofline_fraction),
+                _status_cell(row.status, row.error, row.memory_error),
             ]
         )
     return _table(header, lines)
 
 
-def _fitted_cell(row: dict) -> str:
+def _fitted_cell(row: SpeedRow) -> str:
     """The fitted top-k speed-up with the mean target probability the fitting reached."""
-    probability = row.get("topk_fitted_target_p")
-    if row.get("topk_fitted_speedup") is None:
+    probability = row.topk_fitted_target_p
+    timing = row.timings.get("topk_fitted")
+    if timing is None:
         return fmt.MISSING
-    return fmt.speedup_spread(row, "topk_fitted") + ("" if probability is None else f" (p={probability:.2f})")
+    return fmt.speedup_spread(timing) + ("" if probability is None else f" (p={probability:.2f})")
 
 
 def quality_table(rows: list[dict]) -> str:
@@ -223,7 +227,7 @@ def quality_table(rows: list[dict]) -> str:
                 *(fmt.perplexity(points[b]) if b in points else fmt.MISSING for b in budgets),
                 fmt.number(row.get("train_seconds")),
                 fmt.number(row.get("eval_seconds")),
-                _status_cell(row),
+                _status_cell(row.get("status"), row.get("error"), row.get("memory_error")),
             ]
         )
     return _table(header, lines)
@@ -251,9 +255,8 @@ def _tokens_cell(row: dict) -> str:
     return f"{seen:,} ({row.get('epochs_seen', 0):.2g})"
 
 
-def _status_cell(row: dict) -> str:
-    memory = row.get("memory_error")
-    status = "ok" if row.get("status") == "ok" else f"error: {row.get('error', '')}"
+def _status_cell(status: Optional[str], error: Optional[str], memory: Optional[str]) -> str:
+    status = "ok" if status == "ok" else f"error: {error or ''}"
     return status if not memory else f"{status} (memory: {memory})"
 
 
