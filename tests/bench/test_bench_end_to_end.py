@@ -64,21 +64,20 @@ def test_every_row_appears_in_every_table(run):
     assert "broken-test-layer" in labels
     assert sorted(results["approaches"]) == sorted(labels)
     assert [r.approach for r in results["speed"]] == results["approaches"]
-    datasets = list(dict.fromkeys(r["dataset"] for r in results["quality"]))
+    datasets = list(dict.fromkeys(r.dataset for r in results["quality"]))
     assert len(datasets) == 2
     for dataset in datasets:
-        assert [r["approach"] for r in results["quality"] if r["dataset"] == dataset] == results["approaches"]
+        assert [r.approach for r in results["quality"] if r.dataset == dataset] == results["approaches"]
     assert [line["approach"] for line in results["summary"]] == results["approaches"]
 
 
 def test_a_layer_that_cannot_be_built_is_an_error_row(run):
     results, _, printed = run
-    rows = [asdict(r) for r in results["speed"]] + results["quality"]
-    rows = [r for r in rows if r["approach"] == "broken-test-layer"]
+    rows = [r for r in results["speed"] + results["quality"] if r.approach == "broken-test-layer"]
     assert len(rows) == 3
     for row in rows:
-        assert row["status"] == "error"
-        assert "RuntimeError: this layer cannot be built" in row["error"]
+        assert row.status == "error"
+        assert "RuntimeError: this layer cannot be built" in row.error
     assert "ERROR RuntimeError: this layer cannot be built" in printed
 
 
@@ -93,11 +92,11 @@ def test_reference_and_peers_are_measured(run):
         assert row.required_flops > 0 and 0 < row.matmul_fraction and 0 < row.roofline_fraction
     assert speed["full"].params_pct == 100.0
     assert speed["torch-adaptive"].params_pct < 100.0
-    quality = [r for r in results["quality"] if r["approach"] == "full"]
+    quality = [r for r in results["quality"] if r.approach == "full"]
     for row in quality:
-        assert row["status"] == "ok", row.get("error")
+        assert row.status == "ok", row.error
         # One pass over 1,000 tokens cannot beat the floor; it must at least be finite and above it.
-        assert row["ppl_ratio"] > 1.0 and row["test_ppl"] < 10 * row["vocab_size"]
+        assert row.ppl_ratio > 1.0 and row.test_ppl < 10 * row.vocab_size
 
 
 def test_files_are_written_and_consistent(run):
@@ -106,6 +105,7 @@ def test_files_are_written_and_consistent(run):
     assert loaded["approaches"] == results["approaches"]
     assert [row["approach"] for row in loaded["speed"]] == results["approaches"]
     assert loaded["speed"][0]["timings"] == asdict(results["speed"][0])["timings"]
+    assert loaded["quality"][0]["curve"] == asdict(results["quality"][0])["curve"]
     assert loaded["machine"]["torch"] == torch.__version__
     with (out / "results.csv").open() as handle:
         assert len(list(csv.DictReader(handle))) == len(results["speed"]) + len(results["quality"])

@@ -13,7 +13,7 @@ from bigvocab.bench import formatting as fmt
 from bigvocab.bench.config import BenchConfig
 from bigvocab.bench.plots import write_plots
 from bigvocab.bench.recommend import recommend
-from bigvocab.bench.rows import OperationTiming, SpeedRow
+from bigvocab.bench.rows import CurvePoint, OperationTiming, QualityRow, SpeedRow
 from bigvocab.bench.report import (
     SUMMARY_COLUMNS,
     reproduce_command,
@@ -52,26 +52,30 @@ def speed_row(approach: str, vocab: int, speedup: float, **extra) -> SpeedRow:
     return replace(row, **extra)
 
 
-def quality_row(approach: str, dataset: str, ppl: float, ratio) -> dict:
+def quality_row(approach: str, dataset: str, ppl: float, ratio, **extra) -> QualityRow:
     """A row whose curve halves its excess perplexity from 1 s to 2 s of training."""
     early = None if ppl is None else 2 * ppl
     curve = [
-        {"budget_seconds": 1.0, "train_seconds": 1.0, "test_ppl": early, "ppl_ratio": ratio and 2 * ratio},
-        {"budget_seconds": 2.0, "train_seconds": 2.0, "test_ppl": ppl, "ppl_ratio": ratio},
+        CurvePoint(1.0, 1.0, 500, 5, early, ratio and 2 * ratio),
+        CurvePoint(2.0, 2.0, 1000, 10, ppl, ratio),
     ]
-    return {
-        "phase": "quality",
-        "dataset": dataset,
-        "approach": approach,
-        "vocab_size": 500,
-        "train_tokens": 1000,
-        "test_ppl": ppl,
-        "ppl_ratio": ratio,
-        "train_seconds": 2.0,
-        "eval_seconds": 0.1,
-        "curve": curve,
-        "status": "ok",
-    }
+    return QualityRow(
+        dataset=dataset,
+        approach=approach,
+        method=approach,
+        kind="layer",
+        vocab_size=500,
+        train_tokens=1000,
+        test_tokens=100,
+        floor_ppl=None if ratio is None else ppl / ratio,
+        threads=1,
+        test_ppl=ppl,
+        ppl_ratio=ratio,
+        train_seconds=2.0,
+        eval_seconds=0.1,
+        curve=curve,
+        **extra,
+    )
 
 
 @pytest.fixture
@@ -87,7 +91,7 @@ def results() -> dict:
         quality_row("full", "small", 110.0, 1.1),
         quality_row("hsm[huffman]", "small", 120.0, 1.2),
         quality_row("full", "large", 1200.0, None),
-        {**quality_row("broken", "large", None, None), "status": "error", "error": "boom"},
+        quality_row("broken", "large", None, None, status="error", error="boom"),
     ]
     out = {
         "config": BenchConfig.quick().to_dict(),
@@ -124,6 +128,9 @@ def test_json_round_trips_and_has_no_nan(results, tmp_path):
     assert loaded["speed"][3]["options"] == {"tree": "huffman"}
     assert loaded["speed"][4]["timings"] == {} and loaded["speed"][4]["error"] == "ConfigError: bad"
     assert loaded["summary"][1]["approach"] == "hsm[huffman]"
+    assert loaded["quality"][1]["curve"][1] == {
+        "budget_seconds": 2.0, "train_seconds": 2.0, "tokens": 1000, "steps": 10, "test_ppl": 120.0, "ppl_ratio": 1.2
+    }
 
 
 def test_csv_has_one_line_per_row_and_the_union_of_columns(results, tmp_path):
@@ -138,6 +145,7 @@ def test_csv_has_one_line_per_row_and_the_union_of_columns(results, tmp_path):
     assert lines[3]["options"] == json.dumps({"tree": "huffman"})
     assert lines[4]["train_speedup"] == ""  # None is an empty cell
     assert lines[5]["phase"] == "quality" and float(lines[5]["test_ppl"]) == 110.0
+    assert json.loads(lines[5]["curve"])[0]["test_ppl"] == 220.0
 
 
 def test_markdown_has_the_comparison_table_raw_tables_and_machine(results, tmp_path):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from bigvocab.bench.rows import OperationTiming, SpeedRow
+from bigvocab.bench.rows import OperationTiming, QualityRow, SpeedRow
 
 MISSING = "–"
 
@@ -45,12 +45,11 @@ def percent(value: Optional[float], digits: int = 1) -> str:
     return MISSING if value is None else f"{value:.{digits}f}%"
 
 
-def perplexity(row: dict) -> str:
+def perplexity(test_ppl: Optional[float], ratio: Optional[float]) -> str:
     """``"123.4 (1.52x floor)"``, or the bare perplexity when the corpus has no known floor."""
-    if row.get("test_ppl") is None:
+    if test_ppl is None:
         return MISSING
-    text = number(row["test_ppl"])
-    ratio = row.get("ppl_ratio")
+    text = number(test_ppl)
     return text if ratio is None else f"{text} ({ratio:.2f}x floor)"
 
 
@@ -75,9 +74,9 @@ QUALITY_HEADER = (
 )
 
 
-def _status(status: Optional[str], error: Optional[str]) -> str:
+def _status(status: str, error: str) -> str:
     if status != "ok":
-        return f"ERROR {error or ''}"
+        return f"ERROR {error}"
     return "ok"
 
 
@@ -95,9 +94,8 @@ def speed_line(row: SpeedRow) -> str:
     )
 
 
-def quality_line(row: dict) -> str:
+def quality_line(row: QualityRow) -> str:
     return (
-        f"{row['dataset']:<16} {row['approach']:<{LABEL_WIDTH}} {perplexity(row):>26} "
-        f"{number(row.get('train_seconds')):>8} {number(row.get('eval_seconds')):>7}  "
-        f"{_status(row.get('status'), row.get('error'))}"
+        f"{row.dataset:<16} {row.approach:<{LABEL_WIDTH}} {perplexity(row.test_ppl, row.ppl_ratio):>26} "
+        f"{number(row.train_seconds):>8} {number(row.eval_seconds):>7}  {_status(row.status, row.error)}"
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bigvocab.bench.rows import SpeedRow
+from bigvocab.bench.rows import QualityRow, SpeedRow
 
 MISSING_MATPLOTLIB = "matplotlib is not installed, so no plots were drawn (pip install 'bigvocab[plot]')"
 
@@ -36,7 +36,7 @@ def write_plots(results: dict, out_dir: Path) -> tuple[list[Path], list[str]]:
     ok_speed = [r for r in results.get("speed", []) if r.timings.get("train") is not None]
     if ok_speed:
         written.append(_speedup_plot(plt, ok_speed, out_dir / "speedup_vs_vocab.png"))
-    ok_quality = [r for r in results.get("quality", []) if r.get("test_ppl") is not None]
+    ok_quality = [r for r in results.get("quality", []) if r.test_ppl is not None]
     if ok_quality:
         written.append(_perplexity_plot(plt, ok_quality, out_dir / "perplexity_vs_time.png"))
     return written, []
@@ -71,20 +71,19 @@ def _speedup_plot(plt, rows: list[SpeedRow], path: Path) -> Path:
     return path
 
 
-def _perplexity_plot(plt, rows: list[dict], path: Path) -> Path:
-    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+def _perplexity_plot(plt, rows: list[QualityRow], path: Path) -> Path:
+    datasets = list(dict.fromkeys(r.dataset for r in rows))
     figure, panels = plt.subplots(1, len(datasets), figsize=(7 * len(datasets), 5.5), squeeze=False)
-    labels = list(dict.fromkeys(r["approach"] for r in rows))
+    labels = list(dict.fromkeys(r.approach for r in rows))
     for axes, dataset in zip(panels[0], datasets):
-        mine = [r for r in rows if r["dataset"] == dataset]
-        relative = all(p.get("ppl_ratio") is not None for r in mine for p in r["curve"])
+        mine = [r for r in rows if r.dataset == dataset]
+        relative = all(p.ppl_ratio is not None for r in mine for p in r.curve)
         for row in mine:
-            curve = row["curve"]
-            times = [p["train_seconds"] for p in curve]
-            values = [p["ppl_ratio"] if relative else p["test_ppl"] for p in curve]
-            axes.plot(times, values, label=row["approach"], markersize=4, **_style(plt, labels.index(row["approach"])))
+            times = [p.train_seconds for p in row.curve]
+            values = [p.ppl_ratio if relative else p.test_ppl for p in row.curve]
+            axes.plot(times, values, label=row.approach, markersize=4, **_style(plt, labels.index(row.approach)))
             end = (times[-1], values[-1])
-            axes.annotate(row["approach"], end, fontsize=7, xytext=(4, 0), textcoords="offset points", va="center")
+            axes.annotate(row.approach, end, fontsize=7, xytext=(4, 0), textcoords="offset points", va="center")
         if relative:
             axes.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
         axes.set_xscale("log")

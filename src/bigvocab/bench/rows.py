@@ -1,8 +1,10 @@
-"""The bench's speed row: one layer at one V, as a dataclass rather than a dict of generated keys.
+"""The bench's rows as dataclasses rather than dicts of generated keys: :class:`SpeedRow` (one
+layer at one V) and :class:`QualityRow` (one layer trained on one corpus).
 
 ``results.json`` holds :func:`dataclasses.asdict` of each row (a timed operation is a nested
-object under ``timings``); ``results.csv`` holds :meth:`SpeedRow.csv_record`, the same figures
-flattened into ``{operation}_{figure}`` columns.
+object under ``timings``, a quality curve a list of :class:`CurvePoint` objects);
+``results.csv`` holds :meth:`SpeedRow.csv_record` / :meth:`QualityRow.csv_record`, the same
+figures with each timing flattened into ``{operation}_{figure}`` columns.
 """
 
 from __future__ import annotations
@@ -105,3 +107,54 @@ class SpeedRow:
         for operation, timing in timings.items():
             record.update({f"{operation}_{name}": value for name, value in timing.items()})
         return record
+
+
+@dataclass
+class CurvePoint:
+    """Exact test perplexity once ``budget_seconds`` of training were due (see
+    :func:`bigvocab.bench.quality.train_on_budget`): ``train_seconds`` actually trained, the
+    ``tokens`` and optimiser ``steps`` done by then, and the perplexity as a ratio to the
+    language's floor (None when the corpus has no known floor)."""
+
+    budget_seconds: float
+    train_seconds: float
+    tokens: int
+    steps: int
+    test_ppl: float
+    ppl_ratio: Optional[float] = None
+
+
+@dataclass
+class QualityRow:
+    """One candidate's NNLM trained on corpus ``dataset`` (see :mod:`bigvocab.bench.quality`).
+
+    ``test_ppl``, ``ppl_ratio`` and ``train_seconds`` are the last point of ``curve``; all
+    figures are None when the layer failed (``status`` ``"error"``, the reason in ``error``).
+    """
+
+    dataset: str
+    approach: str
+    method: str
+    kind: str
+    vocab_size: int
+    train_tokens: int
+    test_tokens: int
+    #: the synthetic language's lowest possible perplexity exp(H); None for a real corpus.
+    floor_ppl: Optional[float]
+    threads: int
+    phase: str = "quality"
+    options: dict = field(default_factory=dict)
+    params: Optional[int] = None
+    tokens_seen: Optional[int] = None
+    epochs_seen: Optional[float] = None
+    test_ppl: Optional[float] = None
+    ppl_ratio: Optional[float] = None
+    train_seconds: Optional[float] = None
+    eval_seconds: Optional[float] = None
+    curve: list[CurvePoint] = field(default_factory=list)
+    status: str = "ok"
+    error: str = ""
+
+    def csv_record(self) -> dict:
+        """The row as columns; the curve stays one (JSON) cell."""
+        return asdict(self)
