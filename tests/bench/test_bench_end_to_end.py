@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from dataclasses import asdict
 
 import pytest
 import torch
@@ -62,46 +63,49 @@ def test_every_row_appears_in_every_table(run):
     labels = [c.label for c in all_candidates()]
     assert "broken-test-layer" in labels
     assert sorted(results["approaches"]) == sorted(labels)
-    assert [r["approach"] for r in results["speed"]] == results["approaches"]
-    datasets = list(dict.fromkeys(r["dataset"] for r in results["quality"]))
+    assert [r.approach for r in results["speed"]] == results["approaches"]
+    datasets = list(dict.fromkeys(r.dataset for r in results["quality"]))
     assert len(datasets) == 2
     for dataset in datasets:
-        assert [r["approach"] for r in results["quality"] if r["dataset"] == dataset] == results["approaches"]
+        assert [r.approach for r in results["quality"] if r.dataset == dataset] == results["approaches"]
     assert [line["approach"] for line in results["summary"]] == results["approaches"]
 
 
 def test_a_layer_that_cannot_be_built_is_an_error_row(run):
     results, _, printed = run
-    rows = [r for r in results["speed"] + results["quality"] if r["approach"] == "broken-test-layer"]
+    rows = [r for r in results["speed"] + results["quality"] if r.approach == "broken-test-layer"]
     assert len(rows) == 3
     for row in rows:
-        assert row["status"] == "error"
-        assert "RuntimeError: this layer cannot be built" in row["error"]
+        assert row.status == "error"
+        assert "RuntimeError: this layer cannot be built" in row.error
     assert "ERROR RuntimeError: this layer cannot be built" in printed
 
 
 def test_reference_and_peers_are_measured(run):
     results, _, _ = run
-    speed = {r["approach"]: r for r in results["speed"]}
+    speed = {r.approach: r for r in results["speed"]}
     for label in ("full", "torch-linear", "torch-adaptive"):
         row = speed[label]
-        assert row["status"] == "ok", row["error"]
+        assert row.status == "ok", row.error
         for op in ("train", "log_softmax", "topk"):
-            assert row[f"{op}_speedup"] > 0 and row[f"{op}_seconds"] > 0
-        assert row["required_flops"] > 0 and 0 < row["matmul_fraction"] and 0 < row["roofline_fraction"]
-    assert speed["full"]["params_pct"] == 100.0
-    assert speed["torch-adaptive"]["params_pct"] < 100.0
-    quality = [r for r in results["quality"] if r["approach"] == "full"]
+            assert row.timings[op].speedup > 0 and row.timings[op].seconds > 0
+        assert row.required_flops > 0 and 0 < row.matmul_fraction and 0 < row.roofline_fraction
+    assert speed["full"].params_pct == 100.0
+    assert speed["torch-adaptive"].params_pct < 100.0
+    quality = [r for r in results["quality"] if r.approach == "full"]
     for row in quality:
-        assert row["status"] == "ok", row.get("error")
+        assert row.status == "ok", row.error
         # One pass over 1,000 tokens cannot beat the floor; it must at least be finite and above it.
-        assert row["ppl_ratio"] > 1.0 and row["test_ppl"] < 10 * row["vocab_size"]
+        assert row.ppl_ratio > 1.0 and row.test_ppl < 10 * row.vocab_size
 
 
 def test_files_are_written_and_consistent(run):
     results, out, _ = run
     loaded = json.loads((out / "results.json").read_text())
     assert loaded["approaches"] == results["approaches"]
+    assert [row["approach"] for row in loaded["speed"]] == results["approaches"]
+    assert loaded["speed"][0]["timings"] == asdict(results["speed"][0])["timings"]
+    assert loaded["quality"][0]["curve"] == asdict(results["quality"][0])["curve"]
     assert loaded["machine"]["torch"] == torch.__version__
     with (out / "results.csv").open() as handle:
         assert len(list(csv.DictReader(handle))) == len(results["speed"]) + len(results["quality"])
@@ -122,12 +126,12 @@ def test_search_layers_also_get_a_fitted_topk_timing(run):
     it reached); the others do not."""
     results, _, _ = run
     for row in results["speed"]:
-        if row["status"] != "ok":
+        if row.status != "ok":
             continue
-        searched = row["method"] in OUTPUTS and OUTPUTS.get(row["method"]).topk_by_search
-        assert (row.get("topk_fitted_speedup") is not None) == searched, row["approach"]
+        searched = row.method in OUTPUTS and OUTPUTS.get(row.method).topk_by_search
+        assert ("topk_fitted" in row.timings) == searched, row.approach
         if searched:
-            assert 0.0 < row["topk_fitted_target_p"] <= 1.0
+            assert 0.0 < row.topk_fitted_target_p <= 1.0
 
 
 def test_the_fitted_copy_is_exact_and_leaves_the_layer_alone():

@@ -15,6 +15,7 @@ from bigvocab.bench.roofline import (
     required_train_cost,
     roofline_seconds,
 )
+from bigvocab.bench.rows import OperationTiming, SpeedRow
 from bigvocab.bench.peers import PEERS, LinearCrossEntropyPeer, TorchAdaptivePeer
 from bigvocab.factory import build
 from bigvocab.registry import OUTPUTS
@@ -170,12 +171,13 @@ def test_roofline_is_the_larger_of_compute_and_memory_time():
     assert roofline_seconds(1e9, 1e8, 0.0, machine) == pytest.approx(0.01)
     assert roofline_seconds(1e9, 2e8, 1e8, machine) == pytest.approx(0.06)
     assert roofline_seconds(1e10, 1e8, 1e8, machine) == pytest.approx(0.1)
+    step = OperationTiming(speedup=1.0, q1=1.0, q3=1.0, min=1.0, max=1.0, seconds=0.02, full_seconds=0.02, repeats=1)
     rows = [
-        {"achieved_gflops": 50.0, "required_flops": 1e9, "required_bytes": 1e8, "required_gathered_bytes": 0.0,
-         "train_seconds": 0.02},
-        {"required_flops": None, "required_bytes": None, "train_seconds": 0.02},
+        SpeedRow("a", "a", "layer", 10, 4, 2, 2, timings={"train": step}, achieved_gflops=50.0, required_flops=1e9,
+                 required_bytes=1e8, required_gathered_bytes=0.0),
+        SpeedRow("b", "b", "layer", 10, 4, 2, 2, timings={"train": step}),
     ]
     add_roofline_fractions(rows, machine)
-    assert rows[0]["matmul_fraction"] == pytest.approx(0.5)
-    assert rows[0]["roofline_fraction"] == pytest.approx(0.5)
-    assert "roofline_fraction" not in rows[1]
+    assert rows[0].matmul_fraction == pytest.approx(0.5)
+    assert rows[0].roofline_fraction == pytest.approx(0.5)
+    assert rows[1].roofline_fraction is None and rows[1].matmul_fraction is None

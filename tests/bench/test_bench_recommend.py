@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from bigvocab.bench.recommend import recommend
+from bigvocab.bench.rows import CurvePoint, QualityRow
 
 
-def row(label: str, points: list[tuple[float, float]], dataset: str = "synthetic V=100", status: str = "ok") -> dict:
+def row(
+    label: str, points: list[tuple[float, float]], dataset: str = "synthetic V=100", status: str = "ok"
+) -> QualityRow:
     """A quality row whose curve has (training seconds, perplexity) at budgets 1, 2 and 4 s."""
     curve = [
-        {"budget_seconds": budget, "train_seconds": seconds, "test_ppl": ppl}
-        for budget, (seconds, ppl) in zip((1.0, 2.0, 4.0), points)
+        CurvePoint(budget, seconds, 0, 0, ppl) for budget, (seconds, ppl) in zip((1.0, 2.0, 4.0), points)
     ]
-    return {"dataset": dataset, "vocab_size": 100, "approach": label, "status": status, "curve": curve}
+    return QualityRow(dataset, label, label, "layer", 100, 1000, 100, None, 1, curve=curve, status=status)
 
 
 def test_best_and_fastest_within_five_percent_per_budget():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -12,6 +13,7 @@ from bigvocab.bench import formatting as fmt
 from bigvocab.bench.config import BenchConfig
 from bigvocab.bench.plots import write_plots
 from bigvocab.bench.recommend import recommend
+from bigvocab.bench.rows import CurvePoint, OperationTiming, QualityRow, SpeedRow
 from bigvocab.bench.report import (
     SUMMARY_COLUMNS,
     reproduce_command,
@@ -22,54 +24,58 @@ from bigvocab.bench.report import (
 )
 
 
-def speed_row(approach: str, vocab: int, speedup: float, **extra) -> dict:
-    row = {
-        "phase": "speed",
-        "approach": approach,
-        "method": approach,
-        "kind": "layer",
-        "vocab_size": vocab,
-        "eval_rows": 8,
-        "train_speedup": speedup,
-        "train_q1": speedup * 0.9,
-        "train_q3": speedup * 1.1,
-        "train_seconds": 0.01,
-        "log_softmax_speedup": speedup / 2,
-        "topk_speedup": speedup / 3,
-        "params": 100,
-        "params_pct": 50.0,
-        "peak_step_mib": 1.5,
-        "required_flops": 1e9,
-        "flops_source": "formula",
-        "achieved_gflops": 100.0,
-        "matmul_fraction": 0.5,
-        "status": "ok",
-        "error": "",
-    }
-    row.update(extra)
-    return row
+def timed(speedup: float, seconds: float = 0.01) -> OperationTiming:
+    return OperationTiming(
+        speedup=speedup, q1=speedup * 0.9, q3=speedup * 1.1, min=speedup * 0.8, max=speedup * 1.2,
+        seconds=seconds, full_seconds=seconds * speedup, repeats=3,
+    )
 
 
-def quality_row(approach: str, dataset: str, ppl: float, ratio) -> dict:
+def speed_row(approach: str, vocab: int, speedup: float, **extra) -> SpeedRow:
+    row = SpeedRow(
+        approach=approach,
+        method=approach,
+        kind="layer",
+        vocab_size=vocab,
+        hidden=16,
+        batch=8,
+        eval_rows=8,
+        timings={"train": timed(speedup), "log_softmax": timed(speedup / 2), "topk": timed(speedup / 3)},
+        params=100,
+        params_pct=50.0,
+        peak_step_mib=1.5,
+        required_flops=1e9,
+        flops_source="formula",
+        achieved_gflops=100.0,
+        matmul_fraction=0.5,
+    )
+    return replace(row, **extra)
+
+
+def quality_row(approach: str, dataset: str, ppl: float, ratio, **extra) -> QualityRow:
     """A row whose curve halves its excess perplexity from 1 s to 2 s of training."""
     early = None if ppl is None else 2 * ppl
     curve = [
-        {"budget_seconds": 1.0, "train_seconds": 1.0, "test_ppl": early, "ppl_ratio": ratio and 2 * ratio},
-        {"budget_seconds": 2.0, "train_seconds": 2.0, "test_ppl": ppl, "ppl_ratio": ratio},
+        CurvePoint(1.0, 1.0, 500, 5, early, ratio and 2 * ratio),
+        CurvePoint(2.0, 2.0, 1000, 10, ppl, ratio),
     ]
-    return {
-        "phase": "quality",
-        "dataset": dataset,
-        "approach": approach,
-        "vocab_size": 500,
-        "train_tokens": 1000,
-        "test_ppl": ppl,
-        "ppl_ratio": ratio,
-        "train_seconds": 2.0,
-        "eval_seconds": 0.1,
-        "curve": curve,
-        "status": "ok",
-    }
+    return QualityRow(
+        dataset=dataset,
+        approach=approach,
+        method=approach,
+        kind="layer",
+        vocab_size=500,
+        train_tokens=1000,
+        test_tokens=100,
+        floor_ppl=None if ratio is None else ppl / ratio,
+        threads=1,
+        test_ppl=ppl,
+        ppl_ratio=ratio,
+        train_seconds=2.0,
+        eval_seconds=0.1,
+        curve=curve,
+        **extra,
+    )
 
 
 @pytest.fixture
@@ -79,13 +85,13 @@ def results() -> dict:
         speed_row("hsm[huffman]", 1000, 5.0),
         speed_row("full", 10_000, 1.0),
         speed_row("hsm[huffman]", 10_000, 40.0, options={"tree": "huffman"}),
-        {"phase": "speed", "approach": "broken", "vocab_size": 10_000, "status": "error", "error": "ConfigError: bad"},
+        SpeedRow("broken", "broken", "layer", 10_000, 16, 8, 8, status="error", error="ConfigError: bad"),
     ]
     quality = [
         quality_row("full", "small", 110.0, 1.1),
         quality_row("hsm[huffman]", "small", 120.0, 1.2),
         quality_row("full", "large", 1200.0, None),
-        {**quality_row("broken", "large", None, None), "status": "error", "error": "boom"},
+        quality_row("broken", "large", None, None, status="error", error="boom"),
     ]
     out = {
         "config": BenchConfig.quick().to_dict(),
@@ -114,12 +120,17 @@ def test_summary_takes_the_largest_vocabulary_and_both_corpora(results):
 
 
 def test_json_round_trips_and_has_no_nan(results, tmp_path):
-    results["speed"][0]["train_q1"] = math.nan
+    results["speed"][0].timings["train"].q1 = math.nan
     path = write_json(results, tmp_path / "results.json")
     loaded = json.loads(path.read_text())
-    assert loaded["speed"][0]["train_q1"] is None
-    assert loaded["speed"][3]["train_speedup"] == 40.0
+    assert loaded["speed"][0]["timings"]["train"]["q1"] is None
+    assert loaded["speed"][3]["timings"]["train"]["speedup"] == 40.0
+    assert loaded["speed"][3]["options"] == {"tree": "huffman"}
+    assert loaded["speed"][4]["timings"] == {} and loaded["speed"][4]["error"] == "ConfigError: bad"
     assert loaded["summary"][1]["approach"] == "hsm[huffman]"
+    assert loaded["quality"][1]["curve"][1] == {
+        "budget_seconds": 2.0, "train_seconds": 2.0, "tokens": 1000, "steps": 10, "test_ppl": 120.0, "ppl_ratio": 1.2
+    }
 
 
 def test_csv_has_one_line_per_row_and_the_union_of_columns(results, tmp_path):
@@ -127,10 +138,14 @@ def test_csv_has_one_line_per_row_and_the_union_of_columns(results, tmp_path):
     with path.open() as handle:
         lines = list(csv.DictReader(handle))
     assert len(lines) == len(results["speed"]) + len(results["quality"])
-    assert {"phase", "approach", "train_speedup", "dataset", "test_ppl", "options"} <= set(lines[0])
+    assert {"phase", "approach", "train_speedup", "train_q1", "train_repeats", "dataset", "test_ppl", "options"} <= set(
+        lines[0]
+    )
+    assert float(lines[3]["train_speedup"]) == 40.0 and float(lines[3]["topk_full_seconds"]) == pytest.approx(0.4 / 3)
     assert lines[3]["options"] == json.dumps({"tree": "huffman"})
     assert lines[4]["train_speedup"] == ""  # None is an empty cell
     assert lines[5]["phase"] == "quality" and float(lines[5]["test_ppl"]) == 110.0
+    assert json.loads(lines[5]["curve"])[0]["test_ppl"] == 220.0
 
 
 def test_markdown_has_the_comparison_table_raw_tables_and_machine(results, tmp_path):

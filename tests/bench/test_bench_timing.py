@@ -84,9 +84,9 @@ def test_an_operation_slower_than_the_budget_is_timed_once_unpaired():
     reference = Prepared(None, {"train": counting("full")}, {"train": 0.01}, {"train": 1}, None)
     slow = Prepared(None, {"train": counting("layer")}, {"train": 10.0}, {"train": 1}, None)
     config = BenchConfig.quick(op_budget_seconds=4.0, repeats=3)
-    row = time_operations(reference, slow, config, torch.device("cpu"))
-    assert row["train_repeats"] == 0
+    train = time_operations(reference, slow, config, torch.device("cpu"))["train"]
+    assert train.repeats == 0
     assert calls == {"full": 1, "layer": 0}  # the layer's warm-up call is its timing
-    assert row["train_seconds"] == 10.0
-    assert row["train_speedup"] == row["train_full_seconds"] / 10.0
-    assert fmt.speedup_spread(row, "train").endswith("(1 call)")
+    assert train.seconds == 10.0
+    assert train.speedup == train.full_seconds / 10.0
+    assert fmt.speedup_spread(train).endswith("(1 call)")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+from bigvocab.bench.rows import OperationTiming, QualityRow, SpeedRow
+
 MISSING = "–"
 
 
@@ -16,24 +18,21 @@ def speedup(value: Optional[float]) -> str:
     return f"{value:.{digits}f}x"
 
 
-def speedup_spread(row: dict, operation: str) -> str:
+def speedup_spread(timing: Optional[OperationTiming]) -> str:
     """``"12.3x [11.9–12.8]"``: the median with the interquartile range of the paired ratios;
     ``"0.01x (1 call)"`` for an operation too slow to repeat (see ``bigvocab.bench.speed``)."""
-    median = row.get(f"{operation}_speedup")
-    if median is None:
+    if timing is None:
         return MISSING
-    if row.get(f"{operation}_repeats") == 0:
-        return f"{speedup(median)} (1 call)"
-    low, high = row.get(f"{operation}_q1"), row.get(f"{operation}_q3")
-    if low is None or high is None:
-        return speedup(median)
-    return f"{speedup(median)} [{speedup(low)[:-1]}–{speedup(high)[:-1]}]"
+    if timing.repeats == 0:
+        return f"{speedup(timing.speedup)} (1 call)"
+    return f"{speedup(timing.speedup)} [{speedup(timing.q1)[:-1]}–{speedup(timing.q3)[:-1]}]"
 
 
-def speedup_marked(row: dict, operation: str) -> str:
+def speedup_marked(timing: Optional[OperationTiming]) -> str:
     """The median speed-up, with ``*`` when it comes from a single unpaired call."""
-    text = speedup(row.get(f"{operation}_speedup"))
-    return text + "*" if row.get(f"{operation}_repeats") == 0 else text
+    if timing is None:
+        return MISSING
+    return speedup(timing.speedup) + ("*" if timing.repeats == 0 else "")
 
 
 def number(value: Optional[float], digits: int = 1) -> str:
@@ -46,12 +45,11 @@ def percent(value: Optional[float], digits: int = 1) -> str:
     return MISSING if value is None else f"{value:.{digits}f}%"
 
 
-def perplexity(row: dict) -> str:
+def perplexity(test_ppl: Optional[float], ratio: Optional[float]) -> str:
     """``"123.4 (1.52x floor)"``, or the bare perplexity when the corpus has no known floor."""
-    if row.get("test_ppl") is None:
+    if test_ppl is None:
         return MISSING
-    text = number(row["test_ppl"])
-    ratio = row.get("ppl_ratio")
+    text = number(test_ppl)
     return text if ratio is None else f"{text} ({ratio:.2f}x floor)"
 
 
@@ -76,27 +74,28 @@ QUALITY_HEADER = (
 )
 
 
-def _status(row: dict) -> str:
-    if row.get("status") != "ok":
-        return f"ERROR {row.get('error', '')}"
+def _status(status: str, error: str) -> str:
+    if status != "ok":
+        return f"ERROR {error}"
     return "ok"
 
 
-def speed_line(row: dict) -> str:
+def speed_line(row: SpeedRow) -> str:
     """The fraction of the matmul rate is known only at the end of the run (the files have it);
     the line shows the achieved rate it will be computed from. ``*``: one unpaired call."""
+    timing = row.timings.get
     return (
-        f"{vocab(row['vocab_size']):>6}  {row['approach']:<{LABEL_WIDTH}} "
-        f"{speedup_spread(row, 'train'):>24} {speedup_marked(row, 'log_softmax'):>11} "
-        f"{speedup_marked(row, 'topk'):>8} {speedup_marked(row, 'topk_fitted'):>8} "
-        f"{percent(row.get('params_pct'), 0):>7} "
-        f"{number(row.get('peak_step_mib')):>9} {number(row.get('achieved_gflops')):>8}  "
-        f"{_status(row)}"
+        f"{vocab(row.vocab_size):>6}  {row.approach:<{LABEL_WIDTH}} "
+        f"{speedup_spread(timing('train')):>24} {speedup_marked(timing('log_softmax')):>11} "
+        f"{speedup_marked(timing('topk')):>8} {speedup_marked(timing('topk_fitted')):>8} "
+        f"{percent(row.params_pct, 0):>7} "
+        f"{number(row.peak_step_mib):>9} {number(row.achieved_gflops):>8}  "
+        f"{_status(row.status, row.error)}"
     )
 
 
-def quality_line(row: dict) -> str:
+def quality_line(row: QualityRow) -> str:
     return (
-        f"{row['dataset']:<16} {row['approach']:<{LABEL_WIDTH}} {perplexity(row):>26} "
-        f"{number(row.get('train_seconds')):>8} {number(row.get('eval_seconds')):>7}  {_status(row)}"
+        f"{row.dataset:<16} {row.approach:<{LABEL_WIDTH}} {perplexity(row.test_ppl, row.ppl_ratio):>26} "
+        f"{number(row.train_seconds):>8} {number(row.eval_seconds):>7}  {_status(row.status, row.error)}"
     )

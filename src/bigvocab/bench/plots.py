@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bigvocab.bench.rows import QualityRow, SpeedRow
+
 MISSING_MATPLOTLIB = "matplotlib is not installed, so no plots were drawn (pip install 'bigvocab[plot]')"
 
 
@@ -31,10 +33,10 @@ def write_plots(results: dict, out_dir: Path) -> tuple[list[Path], list[str]]:
     if plt is None:
         return [], [MISSING_MATPLOTLIB]
     written = []
-    ok_speed = [r for r in results.get("speed", []) if r.get("train_speedup") is not None]
+    ok_speed = [r for r in results.get("speed", []) if r.timings.get("train") is not None]
     if ok_speed:
         written.append(_speedup_plot(plt, ok_speed, out_dir / "speedup_vs_vocab.png"))
-    ok_quality = [r for r in results.get("quality", []) if r.get("test_ppl") is not None]
+    ok_quality = [r for r in results.get("quality", []) if r.test_ppl is not None]
     if ok_quality:
         written.append(_perplexity_plot(plt, ok_quality, out_dir / "perplexity_vs_time.png"))
     return written, []
@@ -46,14 +48,15 @@ def _style(plt, index: int) -> dict:
     return {"color": plt.cm.tab20(index % 20), "marker": markers[index % 7], "linestyle": dashes[index // 7 % 3]}
 
 
-def _speedup_plot(plt, rows: list[dict], path: Path) -> Path:
+def _speedup_plot(plt, rows: list[SpeedRow], path: Path) -> Path:
     figure, axes = plt.subplots(figsize=(8, 5.5))
-    for index, label in enumerate(dict.fromkeys(r["approach"] for r in rows)):
-        mine = sorted((r for r in rows if r["approach"] == label), key=lambda r: r["vocab_size"])
-        sizes = [r["vocab_size"] for r in mine]
-        medians = [r["train_speedup"] for r in mine]
-        below = [m - r["train_q1"] for m, r in zip(medians, mine)]
-        above = [r["train_q3"] - m for m, r in zip(medians, mine)]
+    for index, label in enumerate(dict.fromkeys(r.approach for r in rows)):
+        mine = sorted((r for r in rows if r.approach == label), key=lambda r: r.vocab_size)
+        sizes = [r.vocab_size for r in mine]
+        trains = [r.timings["train"] for r in mine]
+        medians = [t.speedup for t in trains]
+        below = [t.speedup - t.q1 for t in trains]
+        above = [t.q3 - t.speedup for t in trains]
         axes.errorbar(sizes, medians, yerr=[below, above], capsize=3, label=label, **_style(plt, index))
     axes.set_xscale("log")
     axes.set_yscale("log")
@@ -68,20 +71,19 @@ def _speedup_plot(plt, rows: list[dict], path: Path) -> Path:
     return path
 
 
-def _perplexity_plot(plt, rows: list[dict], path: Path) -> Path:
-    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+def _perplexity_plot(plt, rows: list[QualityRow], path: Path) -> Path:
+    datasets = list(dict.fromkeys(r.dataset for r in rows))
     figure, panels = plt.subplots(1, len(datasets), figsize=(7 * len(datasets), 5.5), squeeze=False)
-    labels = list(dict.fromkeys(r["approach"] for r in rows))
+    labels = list(dict.fromkeys(r.approach for r in rows))
     for axes, dataset in zip(panels[0], datasets):
-        mine = [r for r in rows if r["dataset"] == dataset]
-        relative = all(p.get("ppl_ratio") is not None for r in mine for p in r["curve"])
+        mine = [r for r in rows if r.dataset == dataset]
+        relative = all(p.ppl_ratio is not None for r in mine for p in r.curve)
         for row in mine:
-            curve = row["curve"]
-            times = [p["train_seconds"] for p in curve]
-            values = [p["ppl_ratio"] if relative else p["test_ppl"] for p in curve]
-            axes.plot(times, values, label=row["approach"], markersize=4, **_style(plt, labels.index(row["approach"])))
+            times = [p.train_seconds for p in row.curve]
+            values = [p.ppl_ratio if relative else p.test_ppl for p in row.curve]
+            axes.plot(times, values, label=row.approach, markersize=4, **_style(plt, labels.index(row.approach)))
             end = (times[-1], values[-1])
-            axes.annotate(row["approach"], end, fontsize=7, xytext=(4, 0), textcoords="offset points", va="center")
+            axes.annotate(row.approach, end, fontsize=7, xytext=(4, 0), textcoords="offset points", va="center")
         if relative:
             axes.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
         axes.set_xscale("log")

@@ -21,6 +21,7 @@ from typing import Callable, Optional
 import torch
 
 from bigvocab.bench.config import BenchConfig
+from bigvocab.bench.rows import CurvePoint, QualityRow
 from bigvocab.bench.selection import Candidate
 from bigvocab.bench.side_data import SideData, build_layer, context_vectors
 from bigvocab.models import MODELS  # importing the package registers the models
@@ -72,8 +73,8 @@ def corpus_side_data(corpus, *, seed: int) -> SideData:
 
 
 def run_quality_task(
-    task: QualityTask, candidates: list[Candidate], config: BenchConfig, on_row: Callable[[dict], None]
-) -> list[dict]:
+    task: QualityTask, candidates: list[Candidate], config: BenchConfig, on_row: Callable[[QualityRow], None]
+) -> list[QualityRow]:
     """One row per candidate on ``task``'s corpus; a failing layer becomes a row with its error."""
     from bigvocab.data.corpora import load_corpus
 
@@ -83,25 +84,14 @@ def run_quality_task(
     rows = []
     threads = torch.get_num_threads()
     for candidate in candidates:
-        row = {
-            "phase": "quality",
-            "dataset": task.name,
-            "approach": candidate.label,
-            "method": candidate.method,
-            "kind": candidate.kind,
-            "vocab_size": len(corpus.vocab),
-            "train_tokens": int(train_ids.numel()),
-            "test_tokens": int(min(corpus.test.numel(), config.quality.test_tokens or corpus.test.numel())),
-            "floor_ppl": corpus.floor_perplexity,
-            "threads": config.quality.threads or threads,
-        }
+        row = new_row(task.name, candidate, corpus, train_ids, config)
         try:
-            torch.set_num_threads(row["threads"])
-            row.update(train_and_evaluate(candidate, corpus, train_ids, side, config))
-            row["status"] = "ok"
+            torch.set_num_threads(row.threads)
+            train_and_evaluate(row, candidate, corpus, train_ids, side, config)
+            row.status = "ok"
         except Exception as error:  # a failing layer is a row that says why, never a silent gap
-            row["status"] = "error"
-            row["error"] = f"{type(error).__name__}: {error}"
+            row.status = "error"
+            row.error = f"{type(error).__name__}: {error}"
         finally:
             torch.set_num_threads(threads)
         on_row(row)
@@ -109,19 +99,34 @@ def run_quality_task(
     return rows
 
 
+def new_row(dataset: str, candidate: Candidate, corpus, train_ids: torch.Tensor, config: BenchConfig) -> QualityRow:
+    """The row of ``candidate`` on ``corpus`` before training: what the run is made of."""
+    return QualityRow(
+        dataset=dataset,
+        approach=candidate.label,
+        method=candidate.method,
+        kind=candidate.kind,
+        vocab_size=len(corpus.vocab),
+        train_tokens=int(train_ids.numel()),
+        test_tokens=int(min(corpus.test.numel(), config.quality.test_tokens or corpus.test.numel())),
+        floor_ppl=corpus.floor_perplexity,
+        threads=config.quality.threads or torch.get_num_threads(),
+    )
+
+
 #: Steps timed before the training rate is known and the budget is turned into step limits.
 PROBE_STEPS = 10
 
 
-def train_on_budget(trainer, seconds: float, checkpoints, evaluate: Callable[[], float]) -> list[dict]:
+def train_on_budget(trainer, seconds: float, checkpoints, evaluate: Callable[[], float]) -> list[CurvePoint]:
     """Train for ``seconds`` of training wall time; at each fraction in ``checkpoints`` (increasing,
-    the last 1) record ``{"train_seconds", "tokens", "steps", "test_ppl"}`` with ``evaluate()``.
+    the last 1) record a :class:`CurvePoint` with ``evaluate()``'s test perplexity.
 
     Each stretch runs a number of steps computed from the rate measured so far (a limit the
     trainer honours and may change between ``fit`` calls), so the clock costs no check per step;
     a stretch that falls short of its goal is followed by another.
     """
-    curve: list[dict] = []
+    curve: list[CurvePoint] = []
     trained = 0.0
     for fraction in checkpoints:
         goal = fraction * seconds
@@ -134,15 +139,15 @@ def train_on_budget(trainer, seconds: float, checkpoints, evaluate: Callable[[],
             trained += time.perf_counter() - start
             if trainer.step == before:  # nothing left to train on (the epochs are spent)
                 break
-        point = {"budget_seconds": goal, "train_seconds": trained, "tokens": trainer.tokens, "steps": trainer.step}
-        curve.append({**point, "test_ppl": evaluate()})
+        curve.append(CurvePoint(goal, trained, trainer.tokens, trainer.step, evaluate()))
     return curve
 
 
 def train_and_evaluate(
-    candidate: Candidate, corpus, train_ids: torch.Tensor, side: SideData, config: BenchConfig
-) -> dict:
-    """Train the NNLM with ``candidate``'s output layer; exact test perplexity and wall times."""
+    row: QualityRow, candidate: Candidate, corpus, train_ids: torch.Tensor, side: SideData, config: BenchConfig
+) -> None:
+    """Train the NNLM with ``candidate``'s output layer; fill ``row`` with the exact test
+    perplexity curve and wall times."""
     from bigvocab.train import TrainConfig, Trainer
 
     quality = config.quality
@@ -177,15 +182,13 @@ def train_and_evaluate(
     curve = train_on_budget(trainer, quality.budget_seconds, quality.checkpoints, evaluate)
     floor = corpus.floor_perplexity
     for point in curve:
-        point["ppl_ratio"] = point["test_ppl"] / floor if floor else None
-    return {
-        "options": shown,
-        "params": sum(p.numel() for p in output.parameters()),
-        "tokens_seen": trainer.tokens,
-        "epochs_seen": trainer.tokens / max(1, train_ids.numel() - 1),
-        "test_ppl": curve[-1]["test_ppl"],
-        "ppl_ratio": curve[-1]["ppl_ratio"],
-        "train_seconds": curve[-1]["train_seconds"],
-        "eval_seconds": evaluation[0],
-        "curve": curve,
-    }
+        point.ppl_ratio = point.test_ppl / floor if floor else None
+    row.options = shown
+    row.params = sum(p.numel() for p in output.parameters())
+    row.tokens_seen = trainer.tokens
+    row.epochs_seen = trainer.tokens / max(1, train_ids.numel() - 1)
+    row.test_ppl = curve[-1].test_ppl
+    row.ppl_ratio = curve[-1].ppl_ratio
+    row.train_seconds = curve[-1].train_seconds
+    row.eval_seconds = evaluation[0]
+    row.curve = curve

@@ -8,6 +8,7 @@ import csv
 import json
 import math
 import shlex
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -15,6 +16,7 @@ from bigvocab.bench import formatting as fmt
 from bigvocab.bench.config import BenchConfig
 from bigvocab.bench.operations import FIT_STEPS
 from bigvocab.bench.recommend import TOLERANCE
+from bigvocab.bench.rows import QualityRow, SpeedRow
 from bigvocab.registry import OUTPUTS
 
 SUMMARY_COLUMNS = ["Approach", "Train speed-up", "Test speed-up", "PPL small vocab", "PPL large vocab", "Parameters %"]
@@ -25,38 +27,37 @@ def summarise(results: dict) -> list[dict]:
     perplexities on the first (small) and second (large) quality corpora."""
     speed = results.get("speed", [])
     quality = results.get("quality", [])
-    largest = max((row["vocab_size"] for row in speed), default=None)
-    datasets = list(dict.fromkeys(row["dataset"] for row in quality))
+    largest = max((row.vocab_size for row in speed), default=None)
+    datasets = list(dict.fromkeys(row.dataset for row in quality))
     summary = []
     for label in results["approaches"]:
-        at_largest = next((r for r in speed if r["approach"] == label and r["vocab_size"] == largest), None)
+        at_largest = next((r for r in speed if r.approach == label and r.vocab_size == largest), None)
         line: dict = {"approach": label, "speed_vocab": largest}
         if at_largest is not None:
             line.update(
-                train_speedup=at_largest.get("train_speedup"),
-                test_speedup=at_largest.get("log_softmax_speedup"),
-                topk_speedup=at_largest.get("topk_speedup"),
-                params_pct=at_largest.get("params_pct"),
-                speed_failed=at_largest.get("status") == "error",
+                train_speedup=at_largest.speedup("train"),
+                test_speedup=at_largest.speedup("log_softmax"),
+                topk_speedup=at_largest.speedup("topk"),
+                params_pct=at_largest.params_pct,
+                speed_failed=at_largest.status == "error",
             )
         for slot, dataset in zip(("small", "large", "third"), datasets):
-            found = next((r for r in quality if r["approach"] == label and r["dataset"] == dataset), None) or {}
+            found = next((r for r in quality if r.approach == label and r.dataset == dataset), None)
             line[f"ppl_{slot}_dataset"] = dataset
-            line[f"ppl_{slot}"] = found.get("test_ppl")
-            line[f"ppl_{slot}_ratio"] = found.get("ppl_ratio")
-            line[f"ppl_{slot}_failed"] = found.get("status") == "error"
-        errors = [
-            f"{r.get('dataset', fmt.vocab(r['vocab_size']))}: {r['error']}"
-            for r in speed + quality
-            if r["approach"] == label and r.get("status") == "error"
-        ]
+            line[f"ppl_{slot}"] = None if found is None else found.test_ppl
+            line[f"ppl_{slot}_ratio"] = None if found is None else found.ppl_ratio
+            line[f"ppl_{slot}_failed"] = found is not None and found.status == "error"
+        failed = [(fmt.vocab(r.vocab_size), r) for r in speed] + [(r.dataset, r) for r in quality]
+        errors = [f"{where}: {r.error}" for where, r in failed if r.approach == label and r.status == "error"]
         line["errors"] = "; ".join(errors)
         summary.append(line)
     return summary
 
 
 def _clean(value):
-    """JSON has no NaN or Infinity: they become null."""
+    """JSON has no NaN or Infinity: they become null. Dataclass rows become their fields."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return _clean(asdict(value))
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
@@ -74,7 +75,7 @@ def write_json(results: dict, path: Path) -> Path:
 def write_csv(results: dict, path: Path) -> Path:
     """Speed and quality rows in one table (``phase`` tells them apart); the columns are the
     union of the rows' keys, in order of first appearance."""
-    rows = list(results.get("speed", [])) + list(results.get("quality", []))
+    rows = [row.csv_record() for row in results.get("speed", []) + results.get("quality", [])]
     columns = list(dict.fromkeys(key for row in rows for key in row))
     with path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
@@ -133,9 +134,7 @@ def summary_table(results: dict) -> str:
                 _or_error(fmt.speedup(line.get("test_speedup")), line.get("speed_failed")),
                 *(
                     _or_error(
-                        fmt.perplexity(
-                            {"test_ppl": line.get(f"ppl_{slot}"), "ppl_ratio": line.get(f"ppl_{slot}_ratio")}
-                        ),
+                        fmt.perplexity(line.get(f"ppl_{slot}"), line.get(f"ppl_{slot}_ratio")),
                         line.get(f"ppl_{slot}_failed"),
                     )
                     for slot in ("small", "large")
@@ -151,7 +150,7 @@ def _or_error(text: str, failed: Optional[bool]) -> str:
     return "error" if failed and text == fmt.MISSING else text
 
 
-def speed_table(rows: list[dict]) -> str:
+def speed_table(rows: list[SpeedRow]) -> str:
     header = [
         "V",
         "Approach",
@@ -172,58 +171,62 @@ def speed_table(rows: list[dict]) -> str:
     ]
     lines = []
     for row in rows:
-        fraction = row.get("matmul_fraction")
-        required = row.get("required_flops")
+        fraction = row.matmul_fraction
+        required = row.required_flops
         lines.append(
             [
-                fmt.vocab(row["vocab_size"]),
-                row["approach"],
-                fmt.speedup_spread(row, "train"),
-                fmt.number(row.get("train_seconds"), 4),
-                fmt.speedup_spread(row, "log_softmax"),
-                str(row.get("eval_rows", fmt.MISSING)),
-                fmt.speedup_spread(row, "topk"),
+                fmt.vocab(row.vocab_size),
+                row.approach,
+                fmt.speedup_spread(row.timings.get("train")),
+                fmt.number(row.train_seconds, 4),
+                fmt.speedup_spread(row.timings.get("log_softmax")),
+                str(row.eval_rows),
+                fmt.speedup_spread(row.timings.get("topk")),
                 _fitted_cell(row),
-                fmt.number(row.get("params"), 0),
-                fmt.percent(row.get("params_pct")),
-                fmt.number(row.get("peak_step_mib")),
+                fmt.number(row.params, 0),
+                fmt.percent(row.params_pct),
+                fmt.number(row.peak_step_mib),
                 fmt.number(None if required is None else required / 1e9, 2)
-                + ("" if str(row.get("flops_source", "formula")) == "formula" else " (counted)"),
-                fmt.number(row.get("achieved_gflops")),
+                + ("" if str(row.flops_source or "formula") == "formula" else " (counted)"),
+                fmt.number(row.achieved_gflops),
                 fmt.percent(None if fraction is None else 100 * fraction),
-                fmt.percent(None if row.get("roofline_fraction") is None else 100 * row["roofline_fraction"]),
-                _status_cell(row),
+                fmt.percent(None if row.roofline_fraction is None else 100 * row.roofline_fraction),
+                _status_cell(row.status, row.error, row.memory_error),
             ]
         )
     return _table(header, lines)
 
 
-def _fitted_cell(row: dict) -> str:
+def _fitted_cell(row: SpeedRow) -> str:
     """The fitted top-k speed-up with the mean target probability the fitting reached."""
-    probability = row.get("topk_fitted_target_p")
-    if row.get("topk_fitted_speedup") is None:
+    probability = row.topk_fitted_target_p
+    timing = row.timings.get("topk_fitted")
+    if timing is None:
         return fmt.MISSING
-    return fmt.speedup_spread(row, "topk_fitted") + ("" if probability is None else f" (p={probability:.2f})")
+    return fmt.speedup_spread(timing) + ("" if probability is None else f" (p={probability:.2f})")
 
 
-def quality_table(rows: list[dict]) -> str:
+def quality_table(rows: list[QualityRow]) -> str:
     """One line per (corpus, layer): exact test perplexity at each time budget of its curve."""
-    budgets = sorted({point["budget_seconds"] for row in rows for point in row.get("curve") or []})
+    budgets = sorted({point.budget_seconds for row in rows for point in row.curve})
     header = ["Corpus", "Approach", "V", "Tokens trained (passes)"]
     header += [f"PPL at {budget:g} s" for budget in budgets] + ["Train s", "Eval s", "Status"]
     lines = []
     for row in rows:
-        points = {point["budget_seconds"]: point for point in row.get("curve") or []}
+        points = {point.budget_seconds: point for point in row.curve}
         lines.append(
             [
-                row["dataset"],
-                row["approach"],
-                f"{row['vocab_size']:,}",
+                row.dataset,
+                row.approach,
+                f"{row.vocab_size:,}",
                 _tokens_cell(row),
-                *(fmt.perplexity(points[b]) if b in points else fmt.MISSING for b in budgets),
-                fmt.number(row.get("train_seconds")),
-                fmt.number(row.get("eval_seconds")),
-                _status_cell(row),
+                *(
+                    fmt.perplexity(points[b].test_ppl, points[b].ppl_ratio) if b in points else fmt.MISSING
+                    for b in budgets
+                ),
+                fmt.number(row.train_seconds),
+                fmt.number(row.eval_seconds),
+                _status_cell(row.status, row.error, None),
             ]
         )
     return _table(header, lines)
@@ -236,7 +239,7 @@ def recommendation_table(lines: list[dict]) -> str:
             line["dataset"],
             f"{line['vocab_size']:,}",
             f"{line['budget_seconds']:g} s",
-            f"{line['best']} ({fmt.perplexity({'test_ppl': line['best_ppl'], 'ppl_ratio': line['best_ratio']})})",
+            f"{line['best']} ({fmt.perplexity(line['best_ppl'], line['best_ratio'])})",
             f"{line['fastest']} (after {line['fastest_seconds']:.1f} s)",
         ]
         for line in lines
@@ -244,16 +247,14 @@ def recommendation_table(lines: list[dict]) -> str:
     return _table(header, rows)
 
 
-def _tokens_cell(row: dict) -> str:
-    seen = row.get("tokens_seen")
-    if seen is None:
-        return f"({row['train_tokens']:,})"
-    return f"{seen:,} ({row.get('epochs_seen', 0):.2g})"
+def _tokens_cell(row: QualityRow) -> str:
+    if row.tokens_seen is None:
+        return f"({row.train_tokens:,})"
+    return f"{row.tokens_seen:,} ({row.epochs_seen or 0:.2g})"
 
 
-def _status_cell(row: dict) -> str:
-    memory = row.get("memory_error")
-    status = "ok" if row.get("status") == "ok" else f"error: {row.get('error', '')}"
+def _status_cell(status: str, error: str, memory: Optional[str]) -> str:
+    status = "ok" if status == "ok" else f"error: {error}"
     return status if not memory else f"{status} (memory: {memory})"
 
 

@@ -29,6 +29,7 @@ from typing import Callable, Optional
 import torch
 from torch import Tensor
 
+from bigvocab.bench.rows import SpeedRow
 from bigvocab.bench.timing import inner_loop_size, seconds_per_call
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.outputs.cost import Cost
@@ -115,19 +116,20 @@ def roofline_seconds(cost_flops: float, cost_bytes: float, gathered_bytes: float
     return max(compute, memory)
 
 
-def add_roofline_fractions(rows: list[dict], machine: dict) -> None:
+def add_roofline_fractions(rows: list[SpeedRow], machine: dict) -> None:
     """``matmul_fraction`` (achieved rate / best matmul rate) and ``roofline_fraction`` (roofline
     time / step time) on every speed row with a cost, from the best rates of the run (known only at
     its end: they are re-measured after every V and the best kept)."""
     for row in rows:
-        if row.get("achieved_gflops") is not None:
-            row["matmul_fraction"] = row["achieved_gflops"] / machine["best_gflops"]
-        if row.get("required_bytes") is not None and row.get("train_seconds"):
+        if row.achieved_gflops is not None:
+            row.matmul_fraction = row.achieved_gflops / machine["best_gflops"]
+        step_seconds = row.train_seconds
+        if row.required_bytes is not None and step_seconds:
             limit = roofline_seconds(
-                row["required_flops"], row["required_bytes"], row.get("required_gathered_bytes") or 0.0, machine
+                row.required_flops, row.required_bytes, row.required_gathered_bytes or 0.0, machine
             )
-            row["roofline_seconds"] = limit
-            row["roofline_fraction"] = limit / row["train_seconds"]
+            row.roofline_seconds = limit
+            row.roofline_fraction = limit / step_seconds
 
 
 def required_train_cost(layer: OutputLayer, target: Tensor) -> tuple[Optional[Cost], str]:

@@ -130,7 +130,7 @@ def _speed_phase(config: BenchConfig, device: torch.device, candidates, results:
             candidates, vocab_size, config, memory=memory, on_row=lambda r: printer.row(formatting.speed_line(r))
         )
         results["speed"] += rows
-        eval_rows = rows[0]["eval_rows"]
+        eval_rows = rows[0].eval_rows
         if eval_rows < config.batch:
             results["notes"].append(
                 f"V={vocab_size:,}: log_softmax and topk timed on {eval_rows} rows instead of {config.batch} "

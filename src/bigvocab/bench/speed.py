@@ -27,6 +27,7 @@ from bigvocab.bench.operations import (
     layer_operations,
     make_workload,
 )
+from bigvocab.bench.rows import OperationTiming, SpeedRow
 from bigvocab.bench.selection import Candidate
 from bigvocab.bench.side_data import build_layer, synthetic_side_data
 from bigvocab.bench.timing import inner_loop_size, paired_speedup, paired_timings, seconds_per_call, synchronize
@@ -119,8 +120,8 @@ def measure_vocab(
     config: BenchConfig,
     *,
     memory: dict[str, dict],
-    on_row: Callable[[dict], None],
-) -> list[dict]:
+    on_row: Callable[[SpeedRow], None],
+) -> list[SpeedRow]:
     """One row per candidate at vocabulary size ``vocab_size``; candidates[0] must be ``full``.
     ``memory`` holds the peak-memory results by label (see :mod:`bigvocab.bench.memory`)."""
     device = torch.device(config.device)
@@ -135,44 +136,40 @@ def measure_vocab(
     full_params = parameter_count(reference_layer)
     rows = []
     for candidate in candidates:
-        row = _base_row(candidate, vocab_size, config, eval_rows)
-        row.update({key: value for key, value in memory.get(candidate.label, {}).items() if key != "label"})
+        row = SpeedRow(
+            approach=candidate.label,
+            method=candidate.method,
+            kind=candidate.kind,
+            vocab_size=vocab_size,
+            hidden=config.hidden,
+            batch=config.batch,
+            eval_rows=eval_rows,
+        )
+        measured = memory.get(candidate.label, {})
+        row.peak_step_mib, row.memory_error = measured.get("peak_step_mib"), measured.get("memory_error")
         errors: list[str] = []
         try:
             check_dense_memory(candidate, config.batch, vocab_size, config.hidden)
             torch.manual_seed(config.seed)
             start = time.perf_counter()
             layer, shown = build_layer(candidate, config.hidden, vocab_size, side, num_samples=config.num_samples)
-            row["build_seconds"] = time.perf_counter() - start
-            row["options"] = shown
+            row.build_seconds = time.perf_counter() - start
+            row.options = shown
             layer = layer.to(device)
             prepared, errors = prepare(layer, workload, device, config.min_time)
             fitted = prepared.operations.get("topk_fitted")
             if fitted is not None:
-                row["topk_fitted_target_p"] = fitted.target_probability
-            row.update(time_operations(reference, prepared, config, device))
-            row.update(_size_and_flops(candidate, layer, workload, prepared, full_params, row))
+                row.topk_fitted_target_p = fitted.target_probability
+            row.timings = time_operations(reference, prepared, config, device)
+            _add_size_and_flops(row, layer, workload, prepared, full_params)
             del layer, prepared
         except Exception as error:  # a failing layer is a row that says why, never a silent gap
             errors.append(f"{type(error).__name__}: {error}")
-        row["status"] = "error" if errors else "ok"
-        row["error"] = "; ".join(errors)
+        row.status = "error" if errors else "ok"
+        row.error = "; ".join(errors)
         on_row(row)
         rows.append(row)
     return rows
-
-
-def _base_row(candidate: Candidate, vocab_size: int, config: BenchConfig, eval_rows: int) -> dict:
-    return {
-        "phase": "speed",
-        "approach": candidate.label,
-        "method": candidate.method,
-        "kind": candidate.kind,
-        "vocab_size": vocab_size,
-        "hidden": config.hidden,
-        "batch": config.batch,
-        "eval_rows": eval_rows,
-    }
 
 
 def repeats_within(budget_seconds: float, pair_seconds: float, most: int) -> int:
@@ -183,11 +180,14 @@ def repeats_within(budget_seconds: float, pair_seconds: float, most: int) -> int
     return max(1, min(most, int(budget_seconds // pair_seconds)))
 
 
-def time_operations(reference: Prepared, prepared: Prepared, config: BenchConfig, device: torch.device) -> dict:
-    """``{op}_speedup`` (median of full/layer per repetition), quartiles, extremes, seconds, and
-    the repetitions actually made: fewer than asked when the pairs would overrun the budget, 0
-    when one call of the layer alone does (then the warm-up call is compared with one of full's)."""
-    out: dict = {}
+def time_operations(
+    reference: Prepared, prepared: Prepared, config: BenchConfig, device: torch.device
+) -> dict[str, OperationTiming]:
+    """Each operation's timing against full's (median of full/layer per repetition, quartiles,
+    extremes, seconds) and the repetitions actually made: fewer than asked when the pairs would
+    overrun the budget, 0 when one call of the layer alone does (then the warm-up call is compared
+    with one of full's)."""
+    out: dict[str, OperationTiming] = {}
     for name in OPERATIONS:
         reference_name = REFERENCE_OPERATION.get(name, name)
         if name not in prepared.inner or reference_name not in reference.inner:
@@ -211,46 +211,26 @@ def time_operations(reference: Prepared, prepared: Prepared, config: BenchConfig
                 repeats=repeats,
                 device=device,
             )
-        summary = paired_speedup(full_times, layer_times)
-        out.update(
-            {
-                f"{name}_speedup": summary.median,
-                f"{name}_q1": summary.q1,
-                f"{name}_q3": summary.q3,
-                f"{name}_min": summary.min,
-                f"{name}_max": summary.max,
-                f"{name}_seconds": summary.candidate_seconds,
-                f"{name}_full_seconds": summary.reference_seconds,
-                f"{name}_repeats": repeats,
-            }
-        )
+        out[name] = OperationTiming.from_summary(paired_speedup(full_times, layer_times), repeats)
     return out
 
 
-def _size_and_flops(
-    candidate: Candidate,
-    layer: OutputLayer,
-    workload: Workload,
-    prepared: Prepared,
-    full_params: int,
-    row: dict,
-) -> dict:
+def _add_size_and_flops(
+    row: SpeedRow, layer: OutputLayer, workload: Workload, prepared: Prepared, full_params: int
+) -> None:
     params = parameter_count(layer)
     cost, source = required_train_cost(layer, workload.target)
     required = None if cost is None else cost.flops
     if required is None and prepared.counted_train_flops is not None:
         required, source = prepared.counted_train_flops, f"counted ({source})"
-    out = {
-        "params": params,
-        "params_pct": 100.0 * params / full_params,
-        "param_mib": sum(p.numel() * p.element_size() for p in layer.parameters()) / MIB,
-        "required_flops": required,
-        "required_bytes": None if cost is None else cost.bytes,
-        "required_gathered_bytes": None if cost is None else cost.gathered,
-        "flops_source": source,
-        "counted_flops": prepared.counted_train_flops,
-    }
-    step_seconds = row.get("train_seconds")
+    row.params = params
+    row.params_pct = 100.0 * params / full_params
+    row.param_mib = sum(p.numel() * p.element_size() for p in layer.parameters()) / MIB
+    row.required_flops = required
+    row.required_bytes = None if cost is None else cost.bytes
+    row.required_gathered_bytes = None if cost is None else cost.gathered
+    row.flops_source = source
+    row.counted_flops = prepared.counted_train_flops
+    step_seconds = row.train_seconds
     if required is not None and step_seconds:
-        out["achieved_gflops"] = required / step_seconds / 1e9
-    return out
+        row.achieved_gflops = required / step_seconds / 1e9
