@@ -64,5 +64,15 @@ def test_side_inputs_reach_only_the_layers_that_declare_them():
     assert output_side_inputs("full") == frozenset()
     assert output_side_inputs("full", scorer="cnn") == {"words"}
     assert output_side_inputs("cnn") == {"counts", "words"}
-    assert output_side_inputs("hsm") == {"counts", "vectors"}
     assert "counts" in output_side_inputs("sampled")
+
+
+def test_hsm_reads_vectors_only_for_a_tree_that_needs_them():
+    """Side inputs follow the tree's own declaration, so nobody computes word vectors for a
+    Huffman tree, and the CLI's --tree-vectors check names no layer."""
+    from bigvocab.factory import output_side_inputs
+
+    assert output_side_inputs("hsm") == {"counts"}
+    assert output_side_inputs("hsm", tree="clustered") == {"vectors"}
+    assert output_side_inputs("hsm", tree="balanced") == frozenset()
+    assert output_side_inputs("hsm", tree="class") == {"counts"}

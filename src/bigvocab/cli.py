@@ -410,10 +410,14 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
 
 
 def _check_tree_vectors(args: argparse.Namespace, output_kwargs: dict[str, Any]) -> None:
-    """--tree-vectors and --tree clustered go together (checked before the corpus is read)."""
-    if args.tree_vectors is not None and (args.output != "hsm" or output_kwargs.get("tree") != "clustered"):
-        raise ConfigError("--tree-vectors goes with --output hsm --tree clustered")
-    if args.tree_vectors is None and output_kwargs.get("tree") == "clustered":
+    """--tree-vectors goes with a layer that declares it reads word vectors (hsm's clustered tree),
+    checked before the corpus is read."""
+    from bigvocab.factory import output_side_inputs
+
+    reads_vectors = args.output is not None and "vectors" in output_side_inputs(args.output, **output_kwargs)
+    if args.tree_vectors is not None and not reads_vectors:
+        raise ConfigError("--tree-vectors goes with a layer that reads word vectors (--output hsm --tree clustered)")
+    if args.tree_vectors is None and reads_vectors:
         raise ConfigError("--tree clustered needs --tree-vectors PATH: word vectors over this vocabulary, e.g. the "
                           "best.pt of a run with another output layer, or a word2vec file (Mnih & Hinton 2008)")
 

@@ -246,7 +246,7 @@ def test_clustered_tree_from_a_checkpoints_vectors_is_stored_in_the_run(capsys, 
                                                  "--no-progress"])
     run_error(capsys, ["train", *hsm, "--corpus", SPEC, "--out", str(tmp_path / "x")], "needs --tree-vectors")
     run_error(capsys, ["train", *TINY_NNLM, "--tree-vectors", str(nnlm_run / "best.pt"), "--corpus", SPEC,
-                       "--out", str(tmp_path / "y")], "goes with --output hsm --tree clustered")
+                       "--out", str(tmp_path / "y")], "reads word vectors (--output hsm --tree clustered)")
 
 
 def test_eval_reports_log_normaliser_statistics(capsys, nnlm_run):

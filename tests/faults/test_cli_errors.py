@@ -67,7 +67,7 @@ CASES = [
     # trees
     (["train", *HSM, "--tree", "clustered", "--corpus", CORPUS, "--out", "{root}/new"], "needs --tree-vectors"),
     (["train", *TINY, "--tree-vectors", "{root}/run/best.pt", "--corpus", CORPUS, "--out", "{root}/new"],
-     "goes with --output hsm --tree clustered"),
+     "reads word vectors (--output hsm --tree clustered)"),
     (["train", *HSM, "--tree", "clustered", "--tree-vectors", "{root}/vectors.bin", "--corpus", CORPUS,
       "--out", "{root}/new"], "holds text vectors"),
     (["train", *HSM, "--tree", "clustered", "--tree-vectors", "{root}/nope.txt", "--corpus", CORPUS,

@@ -23,7 +23,7 @@ model) that a query would expand more than ``search_budget`` nodes, that query i
 from __future__ import annotations
 
 import math
-from typing import Mapping, Optional, Union
+from typing import Any, Mapping, Optional, Union
 
 import torch
 from torch import Tensor, nn
@@ -34,7 +34,7 @@ from bigvocab.outputs.base import OutputLayer
 from bigvocab.outputs.functional import DEFAULT_CHUNK_ELEMENTS, gather_rows
 from bigvocab.outputs.cost import Cost, dot_cost, hidden_cost
 from bigvocab.outputs.engine import EngineTables
-from bigvocab.outputs.trees import Tree, build_tree, segment_ranges, walk_up
+from bigvocab.outputs.trees import Tree, build_tree, segment_ranges, tree_side_inputs, walk_up
 from bigvocab.registry import OUTPUTS, TREES
 from bigvocab.validation import check_flag, check_positive_int
 
@@ -181,6 +181,12 @@ class HierarchicalSoftmax(OutputLayer):
         return EngineTables("hs", self.weight, path_offsets=offsets, path_rows=rows, path_codes=codes)
 
     # ------------------------------------------------------------------ the tree as buffers
+    @classmethod
+    def side_inputs(cls, options: Mapping[str, Any]) -> frozenset[str]:
+        """``counts`` and ``vectors`` only where the tree asked for reads them (a Huffman tree
+        needs no word vectors, so nobody computes them for it)."""
+        return super().side_inputs(options) & tree_side_inputs(options.get("tree", "huffman"))
+
     def _set_tree(self, tree: Tree) -> None:
         """Register the tree's arrays: the four canonical ones persist in the state_dict, the
         index tables derived from them do not."""

@@ -547,31 +547,54 @@ def build_tree(kind: str, num_leaves: int, *, counts=None, vectors: Optional[Ten
     return TREES.get(kind)(num_leaves, counts=counts, vectors=vectors)
 
 
+def tree_side_inputs(kind: object) -> frozenset[str]:
+    """What the registered tree ``kind`` reads of ``counts`` and ``vectors`` (each builder
+    declares it as ``reads``); a built :class:`Tree` or its dict reads neither."""
+    if isinstance(kind, str) and kind in TREES:
+        return TREES.get(kind).reads  # type: ignore[attr-defined]
+    return frozenset()
+
+
+def _reads(*inputs: str):
+    """Declare on a tree builder which side inputs it reads."""
+
+    def declare(builder):
+        builder.reads = frozenset(inputs)
+        return builder
+
+    return declare
+
+
 def _frequencies(kind: str, num_leaves: int, counts) -> Tensor:
     return zipf_counts(num_leaves) if counts is None else as_counts(counts, num_leaves, f"tree={kind!r}")
 
 
 @TREES.register("huffman")
+@_reads("counts")
 def _huffman(num_leaves: int, *, counts=None, vectors: Optional[Tensor] = None) -> Tree:
     return huffman_tree(_frequencies("huffman", num_leaves, counts))
 
 
 @TREES.register("balanced")
+@_reads()
 def _balanced(num_leaves: int, *, counts=None, vectors: Optional[Tensor] = None) -> Tree:
     return balanced_tree(num_leaves)
 
 
 @TREES.register("random")
+@_reads()
 def _random(num_leaves: int, *, counts=None, vectors: Optional[Tensor] = None) -> Tree:
     return balanced_tree(num_leaves, permutation=torch.randperm(num_leaves))
 
 
 @TREES.register("class")
+@_reads("counts")
 def _class(num_leaves: int, *, counts=None, vectors: Optional[Tensor] = None) -> Tree:
     return class_tree(_frequencies("class", num_leaves, counts))
 
 
 @TREES.register("clustered")
+@_reads("vectors")
 def _clustered(num_leaves: int, *, counts=None, vectors: Optional[Tensor] = None) -> Tree:
     if vectors is None:
         raise ConfigError(
