@@ -204,7 +204,7 @@ def check_checkpoint(group: Any) -> dict[str, Any]:
     )
     # A shard written under another layout is refused.
     local = model.state_dict()
-    local["1.scorer._extra_state"] = {"vocab_boundaries": [0, 1, V], "rank": 0}
+    local["1.scorer._extra_state"] = {"rank": 0, "world_size": 2, "rows": {"weight": [1, V - 1], "bias": [1, V - 1]}}
     results["other_layout"] = raised(lambda: fresh.load_state_dict(local))
     results["wrong_rows"] = raised(lambda: shard_state_dict(fresh, {**gathered, "1.scorer.weight": gathered["1.scorer.weight"][:-1]}))
     return results
@@ -250,7 +250,7 @@ def check_built_sharded(group: Any) -> dict[str, Any]:
 def check_bad_setups(group: Any) -> dict[str, str]:
     world = torch.distributed.get_world_size(group)
     return {
-        "structured_layer": raised(lambda: vocab_parallel(bigvocab.create_output("hsm", H, V, counts=COUNTS), group)),
+        "structured_layer": raised(lambda: vocab_parallel(bigvocab.create_output("dsoftmax", H, V, counts=COUNTS), group)),
         "computed_rows": raised(
             lambda: vocab_parallel(
                 bigvocab.create_output(

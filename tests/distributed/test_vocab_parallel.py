@@ -81,7 +81,7 @@ def test_scorer_built_sharded_holds_only_its_rows(ranks):
 @pytest.mark.parametrize(
     "case, message",
     [
-        ("structured_layer", "ConfigError: HierarchicalSoftmax cannot be made vocabulary-parallel"),
+        ("structured_layer", "ConfigError: DifferentiatedSoftmax cannot be made vocabulary-parallel: its frequency bands"),
         ("computed_rows", "ConfigError: SampledSoftmax over the 'cnn' scorer cannot be made vocabulary-parallel"),
         ("no_group", "ConfigError: group must be a torch.distributed process group"),
         ("partition_world", "ConfigError: the partition has"),

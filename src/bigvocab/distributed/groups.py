@@ -93,12 +93,12 @@ def all_gather_cat(tensor: Tensor, group: Any, dim: int) -> Tensor:
     return torch.cat(parts, dim=dim)
 
 
-def gather_uneven(tensor: Tensor, shard: VocabShard, dim: int, *, dst: Optional[int] = None) -> Optional[Tensor]:
-    """Per-rank blocks whose size along ``dim`` is the rank's class count, concatenated in rank
-    order into the full vocabulary along ``dim``: on every rank, or with ``dst`` (a rank of the
-    shard's group) on that rank only (None elsewhere), so only one rank ever holds all V rows.
-    Blocks are padded to the largest shard because collectives need equal shapes."""
-    sizes = shard.partition.sizes
+def gather_blocks(
+    tensor: Tensor, sizes: list[int], group: Any, rank: int, dim: int, *, dst: Optional[int] = None
+) -> Optional[list[Tensor]]:
+    """Every rank's block, rank r's of size ``sizes[r]`` along ``dim``: on every rank, or with
+    ``dst`` (a rank of ``group``) on that rank only (None elsewhere), so only one rank ever holds
+    them all. Blocks are padded to the largest because collectives need equal shapes."""
     padded_size = max(sizes)
     tensor = tensor.contiguous()
     if tensor.shape[dim] < padded_size:
@@ -106,15 +106,21 @@ def gather_uneven(tensor: Tensor, shard: VocabShard, dim: int, *, dst: Optional[
         pad_shape[dim] = padded_size - tensor.shape[dim]
         tensor = torch.cat([tensor, tensor.new_zeros(pad_shape)], dim=dim)
     if dst is None:
-        gathered: Optional[Tensor] = all_gather_cat(tensor, shard.group, dim)
+        parts: Optional[list[Tensor]] = [torch.empty_like(tensor) for _ in sizes]
+        dist.all_gather(parts, tensor, group=group)
     else:
-        parts = [torch.empty_like(tensor) for _ in sizes] if shard.rank == dst else None
-        dist.gather(tensor, parts, dst=dist.get_global_rank(shard.group, dst), group=shard.group)
-        gathered = torch.cat(parts, dim=dim) if parts is not None else None
-    if gathered is None:
+        parts = [torch.empty_like(tensor) for _ in sizes] if rank == dst else None
+        dist.gather(tensor, parts, dst=dist.get_global_rank(group, dst), group=group)
+    if parts is None:
         return None
-    pieces = [gathered.narrow(dim, rank * padded_size, size) for rank, size in enumerate(sizes)]
-    return torch.cat(pieces, dim=dim)
+    return [part.narrow(dim, 0, size) for part, size in zip(parts, sizes)]
+
+
+def gather_uneven(tensor: Tensor, shard: VocabShard, dim: int, *, dst: Optional[int] = None) -> Optional[Tensor]:
+    """Per-rank blocks whose size along ``dim`` is the rank's class count, concatenated in rank
+    order into the full vocabulary along ``dim`` (see :func:`gather_blocks` for ``dst``)."""
+    blocks = gather_blocks(tensor, shard.partition.sizes, shard.group, shard.rank, dim, dst=dst)
+    return None if blocks is None else torch.cat(blocks, dim=dim)
 
 
 class _CopyToShards(torch.autograd.Function):

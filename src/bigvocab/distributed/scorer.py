@@ -23,27 +23,29 @@ registered scorer in one ordinary process, and this one needs a process group.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import torch
 from torch import Tensor, nn
 
 from bigvocab.distributed.groups import vocab_shard
 from bigvocab.distributed.partition import VocabPartition
+from bigvocab.distributed.rows import RowLayout, RowSharded
 from bigvocab.distributed.vocab_parallel import (
     sharded_class_logits,
     sharded_log_normaliser,
     sharded_logits,
     sharded_topk,
 )
-from bigvocab.errors import CheckpointError, ConfigError
+from bigvocab.errors import ConfigError
 from bigvocab.outputs.base import OutputLayer
-from bigvocab.outputs.objective import ScoredOutput
 from bigvocab.outputs.scorers.base import Scorer
-from bigvocab.outputs.scorers.linear import LinearScorer
+
+if TYPE_CHECKING:
+    from bigvocab.outputs.scorers.linear import LinearScorer
 
 
-class VocabParallelScorer(Scorer):
+class VocabParallelScorer(RowSharded, Scorer):
     """This rank's rows of a linear scorer split over ``process_group``.
 
     Args:
@@ -55,8 +57,6 @@ class VocabParallelScorer(Scorer):
     """
 
     free_rows = True
-    #: The parameters split by rows (the checkpoint helpers gather and cut these).
-    sharded_parameters = ("weight", "bias")
 
     def __init__(
         self,
@@ -142,19 +142,12 @@ class VocabParallelScorer(Scorer):
             "train with tie_weights=False"
         )
 
-    # The partition travels in the state dict, so that a shard never loads into another layout.
-    def get_extra_state(self) -> dict[str, Any]:
-        return {"vocab_boundaries": list(self.shard.partition.boundaries), "rank": self.shard.rank}
+    def sharded_rows(self) -> dict[str, RowLayout]:
+        layout = RowLayout.contiguous(self.shard)
+        return {name: layout for name in ("weight", "bias") if getattr(self, name) is not None}
 
-    def set_extra_state(self, state: dict[str, Any]) -> None:
-        boundaries = tuple(state.get("vocab_boundaries", ()))
-        if boundaries != self.shard.partition.boundaries or state.get("rank") != self.shard.rank:
-            raise CheckpointError(
-                f"this checkpoint shard was written by rank {state.get('rank')} of {len(boundaries) - 1} "
-                f"ranks (class boundaries {list(boundaries)}), but this is rank {self.shard.rank} of "
-                f"{self.shard.partition.world_size} (boundaries {list(self.shard.partition.boundaries)}); "
-                "resume with the same number of processes, or load the gathered one-process checkpoint"
-            )
+    def shard_rows(self, group: Any, partition: Optional[VocabPartition] = None) -> Optional[Scorer]:
+        raise ConfigError("this layer is already vocabulary-parallel")
 
     def extra_repr(self) -> str:
         return (
@@ -164,22 +157,11 @@ class VocabParallelScorer(Scorer):
 
 
 def vocab_parallel(layer: OutputLayer, group: Any, *, partition: Optional[VocabPartition] = None) -> OutputLayer:
-    """Split ``layer``'s rows over ``group``, in place, and return it: this rank keeps the rows of
-    its range (``partition``, balanced by row count by default) and the rest are freed.
-
-    ``layer`` is the one-process layer built alike on every rank (same seed); any objective over
-    the ``linear`` scorer can be split. Structured layers (trees, clusters, bands) and computed
-    rows (``cnn``) cannot.
+    """This rank's part of ``layer`` split over ``group`` (the layer's own
+    :meth:`~bigvocab.outputs.base.OutputLayer.shard_vocabulary`); use only the returned layer
+    afterwards. ``layer`` is the one-process layer built alike on every rank (same seed), so the
+    split layer computes exactly what it computes. Objectives over the ``linear`` scorer keep the
+    rows of a contiguous class range (``partition``, balanced by row count by default),
+    ``adaptive`` ~1/P of each tail cluster, ``hsm`` whole subtrees; the rest refuse.
     """
-    scorer = getattr(layer, "_modules", {}).get("scorer") if isinstance(layer, ScoredOutput) else None
-    if isinstance(scorer, VocabParallelScorer):
-        raise ConfigError("this layer is already vocabulary-parallel")
-    if not isinstance(scorer, LinearScorer):
-        kind = getattr(type(scorer), "registered_name", type(scorer).__name__)
-        what = type(layer).__name__ if scorer is None else f"{type(layer).__name__} over the {kind!r} scorer"
-        raise ConfigError(
-            f"{what} cannot be made vocabulary-parallel: only objectives over the linear scorer (one free "
-            "(V, H) row and bias per class) can be split by rows"
-        )
-    layer.scorer = VocabParallelScorer.from_linear(scorer, group, partition)
-    return layer
+    return layer.shard_vocabulary(group, partition=partition)

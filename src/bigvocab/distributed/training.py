@@ -82,7 +82,7 @@ class DistributedTraining:
             raise ConfigError(f"{type(model).__name__} has no output layer to split over the vocabulary")
         broadcast_module(model, self.group)
         if self.vocab_parallel:
-            vocab_parallel(output, self.group)
+            model.output = vocab_parallel(output, self.group)
         return model
 
     def batches(self, batches: Iterable[T]) -> Iterator[T]:

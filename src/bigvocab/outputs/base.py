@@ -65,6 +65,10 @@ class OutputLayer(nn.Module):
     #: and ``_engine_tables``.
     engine_kind: ClassVar[Optional[str]] = None
 
+    #: Why :meth:`shard_vocabulary` cannot split this layer (one line), for layers that have no
+    #: vocabulary-parallel form.
+    unsharded_reason: ClassVar[str] = "no vocabulary-parallel form is written for it"
+
     def __init__(self, in_features: int, num_classes: int) -> None:
         super().__init__()
         self.in_features = check_positive_int("in_features", in_features)
@@ -122,6 +126,14 @@ class OutputLayer(nn.Module):
         """``device`` and ``dtype`` of the layer's parameters, for the parts it builds after them."""
         param = next(self.parameters())
         return {"device": param.device, "dtype": param.dtype}
+
+    def shard_vocabulary(self, group: Any, *, partition: Any = None) -> "OutputLayer":
+        """This rank's part of the layer split over the process ``group`` (vocabulary parallel,
+        :mod:`bigvocab.distributed`): the same values and gradients as the one-process layer, each
+        rank holding a share of the per-class parameters. It may reuse this layer's modules, so
+        use only the returned layer afterwards. ``partition`` (class ranges per rank) applies to
+        layers split by contiguous class ranges. A layer with a sharded form overrides this."""
+        raise ConfigError(f"{type(self).__name__} cannot be made vocabulary-parallel: {self.unsharded_reason}")
 
     # ------------------------------------------------------------------ public, validated
     def loss(

@@ -122,6 +122,7 @@ class CharacterSoftmax(OutputLayer):
 
     #: Constrained top-k searches the trie (the default); an open layer sets its own False.
     topk_by_search = True
+    unsharded_reason = "one shared decoder spells every word, so there are no per-word rows to split"
 
     def __init__(
         self,

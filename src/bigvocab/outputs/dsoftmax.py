@@ -84,6 +84,8 @@ class DifferentiatedSoftmax(OutputLayer):
     Parameters: ``weights[b]`` (|band_b|, d_b) and ``biases[b]`` (|band_b|,).
     """
 
+    unsharded_reason = "its frequency bands project h to different widths; no sharded form is written for them"
+
     def __init__(
         self,
         in_features: int,

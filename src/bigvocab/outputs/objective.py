@@ -90,6 +90,19 @@ class ScoredOutput(OutputLayer):
         self.eval_cache = self.scorer.eval_cache
         self._reset_objective()
 
+    def shard_vocabulary(self, group: Any, *, partition: Any = None) -> OutputLayer:
+        """Split the scorer's rows over ``group`` in place (every objective is written against the
+        scorer contract, so it needs nothing else); only per-class rows can be split."""
+        sharded = self.scorer.shard_rows(group, partition)
+        if sharded is None:
+            kind = getattr(type(self.scorer), "registered_name", type(self.scorer).__name__)
+            raise ConfigError(
+                f"{type(self).__name__} over the {kind!r} scorer cannot be made vocabulary-parallel: only "
+                "objectives over the linear scorer (one free (V, H) row and bias per class) can be split by rows"
+            )
+        self.scorer = sharded
+        return self
+
     @classmethod
     def accepted_options(cls, options: Mapping[str, Any]) -> Optional[set[str]]:
         """The constructor's keywords; one that passes ``**scorer_options`` on to this base also

@@ -33,7 +33,7 @@ keywords of every objective (the factory checks them).
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from torch import Tensor, nn
 
@@ -65,6 +65,13 @@ class Scorer(nn.Module):
         self.max_chunk_elements = max_chunk_elements
         #: Set by the owning objective: gather per-word rows with sparse gradients.
         self.sparse_grad = False
+
+    # ------------------------------------------------------------------ vocabulary parallelism
+    def shard_rows(self, group: Any, partition: Any = None) -> Optional["Scorer"]:
+        """This rank's part of the scorer split by class over the process ``group`` (see
+        :mod:`bigvocab.distributed`), or None when its scores do not come from per-class rows
+        alone (a CNN computes every row from shared filters)."""
+        return None
 
     # ------------------------------------------------------------------ chosen ids
     def class_logits(self, hidden: Tensor, ids: Tensor) -> Tensor:

@@ -7,13 +7,14 @@ literature; its rows can be tied to an input embedding (Press & Wolf 2017; Inan 
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Any, Optional
 
 import torch
 from torch import Tensor, nn
 
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.functional import gather_rows
+from bigvocab.outputs.scorers.base import Scorer
 from bigvocab.outputs.scorers.rows import RowScorer
 from bigvocab.registry import SCORERS
 
@@ -70,6 +71,13 @@ class LinearScorer(RowScorer):
 
     def row_parameters(self) -> int:
         return self.in_features
+
+    def shard_rows(self, group: Any, partition: Any = None) -> Scorer:
+        """The rows of a contiguous range of classes per rank (``partition``, balanced by row
+        count by default): :class:`~bigvocab.distributed.scorer.VocabParallelScorer`."""
+        from bigvocab.distributed.scorer import VocabParallelScorer  # distributed builds on outputs
+
+        return VocabParallelScorer.from_linear(self, group, partition)
 
     def rows(self, ids: Tensor) -> Tensor:
         return gather_rows(self.weight, ids, sparse=self.sparse_grad)
