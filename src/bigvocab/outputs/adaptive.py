@@ -18,7 +18,7 @@ more than ``max_chunk_elements`` logits, computed in bounded chunks and recomput
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -131,15 +131,29 @@ class AdaptiveSoftmax(OutputLayer):
         order = torch.argsort(cluster)
         counts = torch.bincount(cluster, minlength=len(self.edges)).tolist()
         start = counts[0]
-        for i, (projection, output) in enumerate(self.tail):
+        for i, (projection, _) in enumerate(self.tail):
             rows = order[start : start + counts[i + 1]]
             start += counts[i + 1]
             if rows.numel() == 0:
                 continue
             local = target.index_select(0, rows) - self.edges[i]
-            cluster_log_p = self._block_log_prob(projection(hidden.index_select(0, rows)), output.weight, None, local)
+            cluster_log_p = self._cluster_log_prob(i, projection(hidden.index_select(0, rows)), local)
             log_p = log_p.index_add(0, rows, cluster_log_p)
         return log_p
+
+    # The three cluster hooks: what a vocabulary-parallel layer replaces (its cluster rows are split).
+    def _cluster_log_prob(self, cluster: int, x: Tensor, target: Tensor) -> Tensor:
+        """log p(target | cluster) for the projected states x (n, h_i), target ids within the cluster."""
+        return self._block_log_prob(x, self.tail[cluster][1].weight, None, target)
+
+    def _cluster_log_softmax(self, cluster: int, x: Tensor) -> Tensor:
+        """(n, |V_i|) log-distribution within the cluster for the projected states x."""
+        return torch.log_softmax(self.tail[cluster][1](x), dim=1)
+
+    def _cluster_topk(self, cluster: int, x: Tensor, k: int) -> tuple[Tensor, Tensor]:
+        """The k best (log p within the cluster, ids within the cluster) for the projected states x."""
+        output = self.tail[cluster][1]
+        return chunked_topk(x, output.weight, None, k, max_chunk_elements=self.max_chunk_elements)
 
     def _block_log_prob(self, x: Tensor, weight: Tensor, bias: Optional[Tensor], target: Tensor) -> Tensor:
         """log softmax(x W^T + b)[target], (N,)."""
@@ -153,9 +167,9 @@ class AdaptiveSoftmax(OutputLayer):
         # The same operations in the same order as PyTorch's module, so the values agree bit for bit.
         head_log_p = torch.log_softmax(self.head(hidden), dim=1)
         pieces = [head_log_p[:, : self.shortlist_size]]
-        for i, tail in enumerate(self.tail):
+        for i, (projection, _) in enumerate(self.tail):
             token = head_log_p[:, self.shortlist_size + i].unsqueeze(1)
-            pieces.append(torch.log_softmax(tail(hidden), dim=1) + token)
+            pieces.append(self._cluster_log_softmax(i, projection(hidden)) + token)
         return torch.cat(pieces, 1)
 
     def _topk(self, hidden: Tensor, k: int) -> tuple[Tensor, Tensor]:
@@ -166,24 +180,29 @@ class AdaptiveSoftmax(OutputLayer):
             ids = torch.zeros((n, k), dtype=torch.long, device=hidden.device)
             first = min(k, self.shortlist_size)
             values[:, :first], ids[:, :first] = head_log_p[:, : self.shortlist_size].topk(first, dim=1)
-            for i, (projection, output) in enumerate(self.tail):
+            for i, (projection, _) in enumerate(self.tail):
                 # Every word of cluster i has log p <= log p(cluster i): skip rows it cannot improve.
                 token = head_log_p[:, self.shortlist_size + i]
                 rows = (token > values[:, k - 1]).nonzero().flatten()
                 if rows.numel() == 0:
                     continue
-                cluster_values, cluster_ids = chunked_topk(
-                    projection(hidden[rows]),
-                    output.weight,
-                    None,
-                    min(k, output.weight.shape[0]),
-                    max_chunk_elements=self.max_chunk_elements,
+                cluster_values, cluster_ids = self._cluster_topk(
+                    i, projection(hidden[rows]), min(k, self.edges[i + 1] - self.edges[i])
                 )
                 merged = torch.cat([values[rows], cluster_values + token[rows, None]], 1)
                 merged_ids = torch.cat([ids[rows], cluster_ids + self.edges[i]], 1)
                 values[rows], where = merged.topk(k, dim=1)
                 ids[rows] = merged_ids.gather(1, where)
             return values, ids
+
+    def shard_vocabulary(self, group: Any, *, partition: Any = None) -> OutputLayer:
+        """Head replicated, each tail cluster's output rows split evenly over ``group``
+        (:class:`~bigvocab.distributed.adaptive.VocabParallelAdaptive`)."""
+        from bigvocab.distributed.adaptive import VocabParallelAdaptive  # distributed builds on outputs
+
+        if partition is not None:
+            raise ConfigError("adaptive splits every cluster evenly over the ranks; partition= is for layers over linear rows")
+        return VocabParallelAdaptive(self, group)
 
     def extra_repr(self) -> str:
         return (

@@ -300,12 +300,13 @@ class HierarchicalSoftmax(OutputLayer):
         out = hidden.new_empty(hidden.shape[0], self.num_classes)
         for start in range(0, hidden.shape[0], rows_per_chunk):
             h = hidden[start : start + rows_per_chunk]
-            if self.bias is None:
-                logits = torch.mm(self.weight, h.t())
-            else:
-                logits = torch.addmm(self.bias.unsqueeze(1), self.weight, h.t())
-            out[start : start + rows_per_chunk] = level(logits).t()
+            out[start : start + rows_per_chunk] = level(self._node_logits(h)).t()
         return out
+
+    def _node_logits(self, h: Tensor) -> Tensor:
+        """(V - 1, n) scores of every node row for the n hidden states h; a vocabulary-parallel
+        tree (:mod:`bigvocab.distributed.hsm`) assembles them from the ranks' rows instead."""
+        return row_scores(self.weight, self.bias, h)
 
     def _binary_levels(self, logits: Tensor) -> Tensor:
         """(V - 1, n) node logits of a canonical binary tree -> (V, n) leaf log-probabilities."""
@@ -430,9 +431,25 @@ class HierarchicalSoftmax(OutputLayer):
             values[dense], ids[dense] = self._log_softmax(hidden[dense]).topk(k, dim=1)
         return values, ids
 
+    def shard_vocabulary(self, group: Any, *, partition: Any = None) -> OutputLayer:
+        """Top of the tree replicated, whole subtrees owned by ranks
+        (:class:`~bigvocab.distributed.hsm.VocabParallelHSM`)."""
+        from bigvocab.distributed.hsm import VocabParallelHSM  # distributed builds on outputs
+
+        if partition is not None:
+            raise ConfigError("hsm splits its tree by subtrees; partition= is for layers over linear rows")
+        return VocabParallelHSM(self, group)
+
     def extra_repr(self) -> str:
         return (super().extra_repr() + f", tree={self.tree!r}, bias={self.bias is not None}"
                 f", zero_init={self.zero_init}")
+
+
+def row_scores(weight: Tensor, bias: Optional[Tensor], h: Tensor) -> Tensor:
+    """(rows, n) = weight h^T + bias: node-major scores of the rows for the n hidden states h."""
+    if bias is None:
+        return torch.mm(weight, h.t())
+    return torch.addmm(bias.unsqueeze(1), weight, h.t())
 
 
 def _ragged_topk(group: Tensor, ids: Tensor, values: Tensor, num_groups: int, k: int) -> tuple[Tensor, Tensor]:
