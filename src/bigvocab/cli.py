@@ -406,6 +406,8 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
             write_json(out / "summary.json", summary)
     if writes:
         print(_summary_line(summary))
+    if distributed is not None:
+        distributed.leave()
     return 0
 
 

@@ -26,9 +26,11 @@ def _entry(rank: int, world_size: int, out_dir: str, fn: Callable[..., Any], kwa
         # A rank that tears gloo down while a peer still talks to it can abort the peer
         # ("terminate called without an active exception", seen once in a loaded full-suite run):
         # leave together.
-        dist.barrier()
+        if dist.is_initialized():  # fn may have left the group itself (DistributedTraining.leave)
+            dist.barrier()
     finally:
-        dist.destroy_process_group()
+        if dist.is_initialized():
+            dist.destroy_process_group()
 
 
 def run_ranks(world_size: int, fn: Callable[..., Any], out_dir: Path, **kwargs: Any) -> list[Any]:

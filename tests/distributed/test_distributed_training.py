@@ -12,7 +12,7 @@ import torch.distributed as dist
 from bigvocab.distributed.training import DistributedTraining
 from bigvocab.errors import ConfigError
 from distributed_harness import run_ranks
-from training_checks import all_checks, signal_on_one_rank
+from training_checks import all_checks, leave_together, signal_on_one_rank
 
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo")
 
@@ -27,7 +27,7 @@ def root(tmp_path_factory) -> dict:
     return _cache["results"]
 
 
-@pytest.mark.parametrize("run", ["data_sampled", "vocab_full", "vocab_sampled"])
+@pytest.mark.parametrize("run", ["data_sampled", "vocab_full", "vocab_sampled", "vocab_hsm", "vocab_adaptive"])
 def test_distributed_trainer_matches_one_process(root, run):
     assert root[f"{run}/num_losses"] == 4
     assert root[f"{run}/losses"] <= 1e-10
@@ -52,3 +52,7 @@ def test_vocab_parallel_in_one_process_is_refused(monkeypatch):
     with pytest.raises(ConfigError, match="--vocab-parallel splits the output layer over the processes of a torchrun"):
         DistributedTraining.from_environment(vocab_parallel=True, device=torch.device("cpu"))
     assert DistributedTraining.from_environment(vocab_parallel=False, device=torch.device("cpu")) is None
+
+
+def test_ranks_leave_the_group_together(tmp_path):
+    assert run_ranks(2, leave_together, tmp_path) == [{"initialized": False}] * 2

@@ -70,7 +70,8 @@ def all_checks(group: Any, runs: str) -> dict[str, Any]:
     root = Path(runs)
     rank, world = torch.distributed.get_rank(group), torch.distributed.get_world_size(group)
     results: dict[str, Any] = {}
-    for layout, output in (("data", "sampled"), ("vocab", "full"), ("vocab", "sampled")):
+    for layout, output in (("data", "sampled"), ("vocab", "full"), ("vocab", "sampled"), ("vocab", "hsm"),
+                           ("vocab", "adaptive")):
         name = f"{layout}_{output}"
         distributed = DistributedTraining(group, vocab_parallel=layout == "vocab")
         # P ranks with batches of B step as one process with batches of P B (data parallel).
@@ -84,6 +85,12 @@ def all_checks(group: Any, runs: str) -> dict[str, Any]:
             results.update({f"{name}/{key}": value for key, value in compare(root / name, root / f"{name}_one").items()})
         results[f"{name}/stray_files"] = files_on_other_ranks
     return results
+
+
+def leave_together(group: Any) -> dict[str, Any]:
+    """Every rank leaves the run at its end: after it, no process group is left."""
+    DistributedTraining(group).leave()
+    return {"initialized": torch.distributed.is_initialized()}
 
 
 class _SignalledTrainer(Trainer):

@@ -119,6 +119,17 @@ class DistributedTraining:
     def barrier(self) -> None:
         dist.barrier(group=self.group)
 
+    def leave(self) -> None:
+        """End this rank's part in the run: wait for every rank, then destroy the process group.
+
+        A rank that tears gloo down while a peer still sends to it (rank 0 finishing its last
+        file while another already exits) made the peer abort with SIGABRT ("terminate called
+        without an active exception"); after the barrier no message is in flight. Call it once,
+        on every rank, when the run has ended normally.
+        """
+        self.barrier()
+        dist.destroy_process_group()
+
     def model_state(self, model: nn.Module) -> Optional[dict[str, Any]]:
         """The one-process state dict, on the writing rank (None elsewhere); every rank calls it."""
         if self.vocab_parallel:
