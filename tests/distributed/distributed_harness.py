@@ -38,3 +38,15 @@ def run_ranks(world_size: int, fn: Callable[..., Any], out_dir: Path, **kwargs: 
     out_dir.mkdir(parents=True, exist_ok=True)
     mp.spawn(_entry, args=(world_size, str(out_dir), fn, kwargs), nprocs=world_size, join=True)
     return [json.loads(Path(out_dir, f"rank{rank}.json").read_text()) for rank in range(world_size)]
+
+
+_spawned: dict[tuple[str, int], list[Any]] = {}
+
+
+def ranks_once(world_size: int, fn: Callable[..., Any], tmp_path_factory: Any) -> list[Any]:
+    """:func:`run_ranks` of ``fn`` on ``world_size`` processes, spawned once per test session
+    (starting P processes costs seconds, so every test of a module reads one spawn's results)."""
+    key = (f"{fn.__module__}.{fn.__qualname__}", world_size)
+    if key not in _spawned:
+        _spawned[key] = run_ranks(world_size, fn, tmp_path_factory.mktemp(f"{fn.__name__}-P{world_size}"))
+    return _spawned[key]

@@ -17,7 +17,7 @@ import bigvocab
 from bigvocab.distributed import gather_state_dict, shard_state_dict, vocab_parallel
 from bigvocab.distributed.rows import RowSharded
 
-from distributed_checks import H, N, raised, relative_error
+from distributed_checks import H, N, raised, relative_error, train
 
 #: (check name, registered layer, V, options). V = 40 gives the trees a replicated top and
 #: subtrees on every rank for P = 2 and 3; adaptive's clusters (4 and 5 rows at V = 13, 3 cut
@@ -105,18 +105,6 @@ def check_values(group: Any, name: str, num_classes: int, options: dict, dtype: 
         grads.append(h.grad)
     results["one_target_grad_hidden"] = relative_error(grads[1], grads[0])
     return results
-
-
-def train(model: nn.Module, hidden_in: Tensor, target: Tensor, steps: int) -> list[float]:
-    optimiser = torch.optim.SGD(model.parameters(), lr=0.5)
-    losses = []
-    for _ in range(steps):
-        optimiser.zero_grad()
-        loss = model[1].loss(model[0](hidden_in), target)
-        loss.backward()
-        optimiser.step()
-        losses.append(float(loss.detach()))
-    return losses
 
 
 def check_training_and_checkpoint(group: Any, name: str, num_classes: int, options: dict) -> dict[str, Any]:

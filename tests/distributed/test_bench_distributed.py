@@ -16,14 +16,14 @@ def row(label, processes, rank, params, step, seconds):
 
 def test_ratios_take_the_largest_rank_against_one_process():
     rows = [row("full", 1, 0, 100.0, 100.0, 1.0), row("full", 2, 0, 50.0, 60.0, 0.6), row("full", 2, 1, 50.0, 56.0, 0.7),
-            {"label": "hsm", "processes": 2, "rank": 0, "error": "ConfigError: HierarchicalSoftmax cannot be made"}]
-    full, hsm = ratio_rows(rows)
+            {"label": "dsoftmax", "processes": 2, "rank": 0, "error": "ConfigError: DifferentiatedSoftmax cannot be made"}]
+    full, dsoftmax = ratio_rows(rows)
     assert full["max_rank_layer_peak_mib"] == 110.0 and full["layer_peak_mib_ratio"] == pytest.approx(0.55)
     assert full["peak_step_mib_ratio"] == pytest.approx(0.6) and full["max_rank_step_seconds"] == 0.7
-    assert hsm["error"].startswith("ConfigError")
-    table = distributed_table(1000, [full, hsm])
+    assert dsoftmax["error"].startswith("ConfigError")
+    table = distributed_table(1000, [full, dsoftmax])
     assert "| full | 2 | 100 -> 50 | 100 -> 60 (0.60x) | 200 -> 110 (0.55x) | 1.00 -> 0.70 |" in table
-    assert "| hsm | | ConfigError: HierarchicalSoftmax cannot be made" in table
+    assert "| dsoftmax | | ConfigError: DifferentiatedSoftmax cannot be made" in table
 
 
 @pytest.mark.parametrize("processes", [1, 0, True])

@@ -6,19 +6,15 @@ import pytest
 import torch.distributed as dist
 
 from data_parallel_checks import all_checks
-from distributed_harness import run_ranks
+from distributed_harness import ranks_once
 
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo")
-
-_cache: dict[int, list[dict]] = {}
 
 
 @pytest.fixture(params=(2, 3), ids=lambda p: f"P{p}")
 def ranks(request, tmp_path_factory) -> list[dict]:
-    world_size = request.param
-    if world_size not in _cache:
-        _cache[world_size] = run_ranks(world_size, all_checks, tmp_path_factory.mktemp(f"dp{world_size}"))
-    return _cache[world_size]
+    """Every rank's check results for P processes."""
+    return ranks_once(request.param, all_checks, tmp_path_factory)
 
 
 @pytest.mark.parametrize("check", ["full", "sampled"])

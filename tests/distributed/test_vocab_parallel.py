@@ -6,24 +6,20 @@ import pytest
 import torch.distributed as dist
 
 from distributed_checks import OBJECTIVES, H, V, all_checks
-from distributed_harness import run_ranks
+from distributed_harness import ranks_once
 
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo")
 
 WORLD_SIZES = (2, 3)
 TOLERANCE = {"f64": 1e-10, "f32": 1e-5}
-_cache: dict[int, list[dict]] = {}
 #: The class ranges of VocabPartition.even(13, P): sizes differ by at most one.
 BOUNDS = {2: [0, 7, 13], 3: [0, 5, 9, 13]}
 
 
 @pytest.fixture(params=WORLD_SIZES, ids=lambda p: f"P{p}")
 def ranks(request, tmp_path_factory) -> list[dict]:
-    """Every rank's check results for P processes (spawned once per P for the whole module)."""
-    world_size = request.param
-    if world_size not in _cache:
-        _cache[world_size] = run_ranks(world_size, all_checks, tmp_path_factory.mktemp(f"P{world_size}"))
-    return _cache[world_size]
+    """Every rank's check results for P processes."""
+    return ranks_once(request.param, all_checks, tmp_path_factory)
 
 
 def values(ranks: list[dict], key: str) -> list:

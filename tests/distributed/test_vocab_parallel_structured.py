@@ -5,22 +5,18 @@ from __future__ import annotations
 import pytest
 import torch.distributed as dist
 
-from distributed_harness import run_ranks
+from distributed_harness import ranks_once
 from structured_checks import STRUCTURED, structured_checks
 
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo")
 
 TOLERANCE = {"f64": 1e-10, "f32": 1e-5}
-_cache: dict[int, list[dict]] = {}
 
 
 @pytest.fixture(params=(2, 3), ids=lambda p: f"P{p}")
 def ranks(request, tmp_path_factory) -> list[dict]:
-    """Every rank's check results for P processes (spawned once per P for the whole module)."""
-    world_size = request.param
-    if world_size not in _cache:
-        _cache[world_size] = run_ranks(world_size, structured_checks, tmp_path_factory.mktemp(f"P{world_size}"))
-    return _cache[world_size]
+    """Every rank's check results for P processes."""
+    return ranks_once(request.param, structured_checks, tmp_path_factory)
 
 
 @pytest.mark.parametrize("tag", ["f64", "f32"])

@@ -13,7 +13,8 @@ layer vocabulary-parallel (:func:`bigvocab.distributed.vocab_parallel`, gloo on 
 * ``step_seconds`` -- the median of a few timed steps after the measured one.
 
 The one-process and P-process runs are two child processes run one after the other, so they do
-not compete for cores or memory. Rows that cannot be split (structured layers) keep the error.
+not compete for cores or memory. Rows that cannot be split (``dsoftmax``, ``cnn``, ``char``) keep
+the error.
 """
 from __future__ import annotations
 

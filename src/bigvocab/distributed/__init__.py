@@ -7,7 +7,13 @@
 * :mod:`~bigvocab.distributed.vocab_parallel` -- the sharded linear softmax: exact log Z, candidate
   scores, log-softmax and top-k;
 * :mod:`~bigvocab.distributed.scorer` -- the ``sharded`` scorer, and :func:`vocab_parallel`, which
-  splits any objective over the linear scorer;
+  asks a layer to split itself (:meth:`~bigvocab.outputs.base.OutputLayer.shard_vocabulary`);
+* :mod:`~bigvocab.distributed.adaptive` -- ``adaptive``: head replicated, every tail cluster's
+  rows split evenly;
+* :mod:`~bigvocab.distributed.hsm` -- ``hsm``: the top of the tree replicated, whole subtrees
+  owned by ranks;
+* :mod:`~bigvocab.distributed.rows` -- which rows of a parameter each rank holds (the layouts the
+  checkpoint helpers gather and cut);
 * :mod:`~bigvocab.distributed.data_parallel` -- gradients (dense and sparse) averaged over ranks;
 * :mod:`~bigvocab.distributed.checkpoint` -- shards <-> one-process state dicts (model and optimiser);
 * :mod:`~bigvocab.distributed.training` -- one rank's part in a ``Trainer`` run under ``torchrun``.

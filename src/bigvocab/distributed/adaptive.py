@@ -41,19 +41,21 @@ class VocabParallelAdaptive(RowSharded, AdaptiveSoftmax):
     def __init__(self, layer: AdaptiveSoftmax, group: Any) -> None:
         # The one-process layer is built already (same seed on every rank): take its modules and
         # cut the cluster rows, rather than build and draw a second full set of parameters.
-        OutputLayer.__init__(self, layer.in_features, layer.num_classes)
         if isinstance(layer, VocabParallelAdaptive):
             raise ConfigError("this layer is already vocabulary-parallel")
+        OutputLayer.__init__(self, layer.in_features, layer.num_classes)
         for name in ("cutoffs", "div_value", "max_chunk_elements", "edges", "shortlist_size"):
             setattr(self, name, getattr(layer, name))
         self.head = layer.head
         self.tail = layer.tail
-        self.shards = []
-        for i, (_, output) in enumerate(self.tail):
-            shard = even_rows(output.weight.shape[0], group, what=f"adaptive's cluster {i}")
+        # Every cluster's split is checked before any is cut, so a refusal leaves the layer whole.
+        self.shards = [
+            even_rows(output.weight.shape[0], group, what=f"adaptive's cluster {i}")
+            for i, (_, output) in enumerate(self.tail)
+        ]
+        for (_, output), shard in zip(self.tail, self.shards):
             rows = output.weight.detach()[shard.start : shard.stop].clone()
             output.weight = nn.Parameter(rows, requires_grad=output.weight.requires_grad)
-            self.shards.append(shard)
 
     def sharded_rows(self) -> dict[str, RowLayout]:
         return {f"tail.{i}.1.weight": RowLayout.contiguous(shard) for i, shard in enumerate(self.shards)}

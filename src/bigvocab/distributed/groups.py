@@ -57,8 +57,8 @@ class VocabShard:
         return self.stop - self.start
 
 
-def vocab_shard(num_classes: int, group: Any, partition: VocabPartition | None = None) -> VocabShard:
-    """This rank's shard of ``num_classes`` classes over ``group`` (rows balanced by default)."""
+def group_position(group: Any) -> tuple[int, int]:
+    """(world size, rank) of this process in ``group``, a process group it belongs to (checked)."""
     if group is None:
         raise ConfigError(
             "group must be a torch.distributed process group (e.g. torch.distributed.group.WORLD); "
@@ -69,6 +69,12 @@ def vocab_shard(num_classes: int, group: Any, partition: VocabPartition | None =
     world_size, rank = dist.get_world_size(group), dist.get_rank(group)
     if rank < 0:
         raise ConfigError("this process is not a member of the process group it was given")
+    return world_size, rank
+
+
+def vocab_shard(num_classes: int, group: Any, partition: VocabPartition | None = None) -> VocabShard:
+    """This rank's shard of ``num_classes`` classes over ``group`` (rows balanced by default)."""
+    world_size, rank = group_position(group)
     if partition is None:
         partition = VocabPartition.even(num_classes, world_size)
     if partition.num_classes != num_classes:

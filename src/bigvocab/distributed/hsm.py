@@ -27,10 +27,9 @@ import heapq
 from typing import Any, Optional
 
 import torch
-import torch.distributed as dist
 from torch import Tensor, nn
 
-from bigvocab.distributed.groups import copy_to_shards, sum_over_shards
+from bigvocab.distributed.groups import copy_to_shards, group_position, sum_over_shards
 from bigvocab.distributed.rows import RowLayout, RowSharded
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.base import OutputLayer
@@ -104,16 +103,11 @@ class VocabParallelHSM(RowSharded, HierarchicalSoftmax):
     def __init__(self, layer: HierarchicalSoftmax, group: Any) -> None:
         if isinstance(layer, VocabParallelHSM):
             raise ConfigError("this layer is already vocabulary-parallel")
-        if group is None:
-            raise ConfigError(
-                "group must be a torch.distributed process group (e.g. torch.distributed.group.WORLD); "
-                "bigvocab never uses the implicit default group"
-            )
         # The one-process layer is built already (same seed on every rank): take its tree and cut
         # its rows, rather than build and draw a second full set of parameters.
         OutputLayer.__init__(self, layer.in_features, layer.num_classes)
         self.group = group
-        self.rank, self.world_size = dist.get_rank(group), dist.get_world_size(group)
+        self.world_size, self.rank = group_position(group)
         self.zero_init, self.max_chunk_elements = layer.zero_init, layer.max_chunk_elements
         self.weight, self.bias = layer.weight, layer.bias  # whole until the tree says which rows stay
         self._set_tree(layer.tree)
