@@ -6,7 +6,7 @@ import pytest
 import torch.distributed as dist
 
 from distributed_harness import ranks_once
-from structured_checks import STRUCTURED, structured_checks
+from structured_checks import F32_CHECKS, STRUCTURED, structured_checks
 
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo")
 
@@ -19,8 +19,9 @@ def ranks(request, tmp_path_factory) -> list[dict]:
     return ranks_once(request.param, structured_checks, tmp_path_factory)
 
 
-@pytest.mark.parametrize("tag", ["f64", "f32"])
-@pytest.mark.parametrize("check", [check for check, *_ in STRUCTURED])
+@pytest.mark.parametrize(
+    "check, tag", [(check, "f64") for check, *_ in STRUCTURED] + [(check, "f32") for check in F32_CHECKS]
+)
 def test_values_gradients_and_topk_match_one_process(ranks, check, tag):
     keys = [key for key in ranks[0] if key.startswith(f"{tag}/{check}/")]
     assert len(keys) == 3 * 3 + 3 * 2 + 1
