@@ -8,7 +8,7 @@ collectives work on the tensors' own device.
 **Replicated and sharded tensors.** The hidden states, the losses and every output of the
 vocabulary-parallel functions are *replicated*: equal on every rank of the group, and so are their
 gradients. Weight rows are *sharded*: each rank holds its own. Three autograd-aware collectives
-move between the two (the scheme of Megatron-LM's tensor-parallel "regions"):
+move between the two (the scheme of Megatron-LM's tensor-parallel "regions", Shoeybi et al. 2019):
 
 * :func:`copy_to_shards` -- identity forward; backward sums the ranks' partial gradients of a
   replicated input (each rank's rows contribute a part of d loss / d hidden);

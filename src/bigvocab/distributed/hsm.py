@@ -134,7 +134,7 @@ class VocabParallelHSM(RowSharded, HierarchicalSoftmax):
         buffers = {"_node_owner": node_owner, "_held_rows": held, "_param_base": local_base}
         for name, value in buffers.items():
             self.register_buffer(name, value.to(device), persistent=False)
-        # Every rank's row counts, so the checkpoint helpers know where each row lives.
+        # Every rank's rows (one-process indices, top first), so the checkpoint helpers know where each row lives.
         self._rows_per_rank = tuple(
             torch.cat([top_rows, (row_owner == rank).nonzero().flatten()]) for rank in range(self.world_size)
         )

@@ -9,8 +9,8 @@ this rank's rows only.
   Each rank streams its own rows in chunks (:func:`~bigvocab.outputs.functional.chunked_logsumexp`,
   so no rank holds N x V_r logits at once) into its log Z_r; log Z = log Σ_r exp(log Z_r) comes
   from an all-reduce of the maximum and one of the sum of exponentials (the scheme of Megatron-LM's
-  vocab-parallel cross-entropy, applied to per-rank normalisers instead of per-rank logits so that
-  the chunked pass stays one pass). The chain rule through that reduction scales each rank's
+  vocab-parallel cross-entropy, Shoeybi et al. 2019, applied to per-rank normalisers instead of
+  per-rank logits so that the chunked pass stays one pass). The chain rule through that reduction scales each rank's
   softmax by exp(log Z_r - log Z), which is the hand-written backward of the chunked pass
   evaluated with the global normaliser.
   Per step: three all-reduces of N numbers forward, one of N x H backward.

@@ -201,7 +201,9 @@ class AdaptiveSoftmax(OutputLayer):
         from bigvocab.distributed.adaptive import VocabParallelAdaptive  # distributed builds on outputs
 
         if partition is not None:
-            raise ConfigError("adaptive splits every cluster evenly over the ranks; partition= is for layers over linear rows")
+            raise ConfigError(
+                "adaptive splits every cluster evenly over the ranks; partition= is for layers over linear rows"
+            )
         return VocabParallelAdaptive(self, group)
 
     def extra_repr(self) -> str:
