@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bigvocab.outputs.functional import chunked_logsumexp
+from bigvocab.outputs.functional import chunked_logsumexp, distinct_ids
 
 
 @pytest.mark.parametrize("bias", [True, False])
@@ -43,3 +43,10 @@ def test_extreme_logits_stay_finite():
     (log_z - logit).sum().backward()
     torch.testing.assert_close(log_z, torch.logsumexp(hidden @ weight.t(), dim=1))
     assert torch.isfinite(hidden.grad).all() and torch.isfinite(weight.grad).all()
+
+
+def test_distinct_ids_is_torch_unique_with_inverse():
+    ids = torch.randint(0, 50, (7, 9), generator=torch.Generator().manual_seed(0))
+    unique, inverse = distinct_ids(ids, 50)
+    want_unique, want_inverse = torch.unique(ids, return_inverse=True)
+    assert torch.equal(unique, want_unique) and torch.equal(inverse, want_inverse)
