@@ -296,6 +296,8 @@ class HierarchicalSoftmax(OutputLayer):
         """
         per_row = 2 * (self._num_nodes + self.num_classes)
         rows_per_chunk = max(_MIN_ROWS, self.max_chunk_elements // per_row)
+        if self._binary and hidden.device.type == "cpu" and not _differentiable(hidden, self.weight):
+            return self._binary_log_softmax(hidden, rows_per_chunk)
         level = self._binary_levels if self._binary else self._general_levels
         out = hidden.new_empty(hidden.shape[0], self.num_classes)
         for start in range(0, hidden.shape[0], rows_per_chunk):
@@ -305,6 +307,20 @@ class HierarchicalSoftmax(OutputLayer):
             else:
                 logits = torch.addmm(self.bias.unsqueeze(1), self.weight, h.t())
             out[start : start + rows_per_chunk] = level(logits).t()
+        return out
+
+    def _binary_log_softmax(self, hidden: Tensor, rows_per_chunk: int) -> Tensor:
+        """Without autograd on CPU: example-major node logits (n, V - 1) and one compiled top-down
+        pass per row (:mod:`bigvocab.outputs.tree_kernels`), rows split over torch's threads."""
+        from bigvocab.outputs.tree_kernels import binary_leaf_log_probs  # numba loads on first use
+
+        children = self._children.view(-1, 2)
+        out = hidden.new_empty(hidden.shape[0], self.num_classes)
+        for start in range(0, hidden.shape[0], rows_per_chunk):
+            h = hidden[start : start + rows_per_chunk]
+            logits = h @ self.weight.t() if self.bias is None else torch.addmm(self.bias, h, self.weight.t())
+            threads = torch.get_num_threads()
+            out[start : start + rows_per_chunk] = binary_leaf_log_probs(logits, children, threads=threads)
         return out
 
     def _binary_levels(self, logits: Tensor) -> Tensor:
@@ -433,6 +449,11 @@ class HierarchicalSoftmax(OutputLayer):
     def extra_repr(self) -> str:
         return (super().extra_repr() + f", tree={self.tree!r}, bias={self.bias is not None}"
                 f", zero_init={self.zero_init}")
+
+
+def _differentiable(hidden: Tensor, weight: Tensor) -> bool:
+    """Whether autograd records a computation on these inputs now."""
+    return torch.is_grad_enabled() and (hidden.requires_grad or weight.requires_grad)
 
 
 def _ragged_topk(group: Tensor, ids: Tensor, values: Tensor, num_groups: int, k: int) -> tuple[Tensor, Tensor]:
