@@ -93,6 +93,28 @@ def test_log_softmax_in_row_chunks_matches_the_path_products(tree, bias):
 
 
 @pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_compiled_log_softmax_matches_the_differentiable_pass(bias, dtype):
+    """Without autograd a binary tree takes the compiled top-down pass (rows over threads, row
+    chunks); it must equal the differentiable level-by-level pass and the path products."""
+    from bigvocab.outputs.tree_kernels import binary_leaf_log_probs
+
+    layer = _layer(_trees()["huffman"], bias=bias, max_chunk_elements=H).to(dtype)
+    hidden = torch.randn(37, H, dtype=dtype)
+    with torch.no_grad():
+        compiled = layer.log_softmax(hidden)
+        logits = hidden[:5] @ layer.weight.t() + (layer.bias if bias else 0)
+        threaded = binary_leaf_log_probs(logits, layer._children.view(-1, 2), threads=3)
+    differentiable = layer.log_softmax(hidden).detach()
+    tolerance = {"atol": 1e-12, "rtol": 1e-12} if dtype == torch.float64 else {}
+    torch.testing.assert_close(compiled, differentiable, **tolerance)
+    torch.testing.assert_close(threaded, differentiable[:5], **tolerance)
+    if dtype == torch.float64:
+        naive = _naive_log_prob(layer, hidden[36].expand(V, H), torch.arange(V))
+        torch.testing.assert_close(compiled[36], naive.detach(), atol=1e-12, rtol=1e-12)
+
+
+@pytest.mark.parametrize("bias", [True, False])
 def test_loss_gradients_match_the_path_products(options, bias):
     layer = _layer(options, bias=bias)
     hidden = torch.randn(7, H, dtype=torch.float64, requires_grad=True)

@@ -29,6 +29,7 @@ import torch
 from torch import Tensor
 
 from bigvocab.errors import ConfigError
+from bigvocab.outputs.functional import DEFAULT_CHUNK_ELEMENTS, distinct_ids
 from bigvocab.outputs.sampling import SamplerSpec, SamplingOutput
 from bigvocab.registry import OUTPUTS
 from bigvocab.validation import check_positive_float, check_positive_int
@@ -109,26 +110,30 @@ class AdaptiveImportanceSampling(SamplingOutput):
         self.last_ess = math.nan
 
     def _block(self, context: Optional[Tensor], batch_size: int) -> tuple[Tensor, Tensor]:
-        """(N, k) draws and their log Q (N, k): one draw per example, or one shared by the batch."""
+        """One block of draws and their log Q: (k,) each when drawn once for the whole batch
+        (``shared`` with an unconditional proposal), else (N, k) each, one set per example."""
         if context is not None and self.sampler.conditional:
             ids = self.sampler.sample(self.num_samples, context=context)
         elif self.shared:
             ids = self.sampler.sample(self.num_samples)
-            ids, log_q = ids.expand(batch_size, -1), self.sampler.log_q(ids)
-            return ids, log_q.expand(batch_size, -1)
+            return ids, self.sampler.log_q(ids)
         else:
             ids = self.sampler.sample(batch_size * self.num_samples).reshape(batch_size, self.num_samples)
         return ids, self.sampler.log_q(ids, context=context)
 
     def _pair_logits(self, hidden: Tensor, ids: Tensor) -> Tensor:
-        """Scores of per-row ids (N, M) -> (N, M) in one scorer call.
+        """Scores of ids (M,) shared by the batch or (N, M) per row -> (N, M) in one scorer call.
 
-        Rows of one batch draw the same frequent words again and again: when the U distinct ids
-        are few against the M per row, one (N, H) x (H, U) product over them (a matrix multiply,
-        each row read once) beats gathering N·M rows (memory-bound); else the rows are gathered.
+        Shared ids are one (N, H) x (H, M) product. Rows of one batch draw the same frequent
+        words again and again: when the U distinct per-row ids are few against the M per row and
+        an (N, U) block fits the chunk budget, one product over them (each row read once) beats
+        gathering N·M rows (memory-bound); else the rows are gathered.
         """
-        unique, inverse = torch.unique(ids, return_inverse=True)
-        if unique.numel() <= UNION_FACTOR * ids.shape[1]:
+        if ids.dim() == 1:
+            return self.class_logits(hidden, ids)
+        unique, inverse = distinct_ids(ids, self.num_classes)
+        budget = DEFAULT_CHUNK_ELEMENTS if self.max_chunk_elements is None else self.max_chunk_elements
+        if unique.numel() <= UNION_FACTOR * ids.shape[1] and ids.shape[0] * unique.numel() <= budget:
             return self.class_logits(hidden, unique).gather(1, inverse)
         return self.class_logits(hidden, ids)
 
@@ -136,34 +141,44 @@ class AdaptiveImportanceSampling(SamplingOutput):
         batch_size = hidden.shape[0]
         samples: list[Tensor] = []
         log_qs: list[Tensor] = []
-        kept: list[Tensor] = []
+        wanted: list[Tensor] = []  # (N,) per block: the examples that still drew from it
         wanting = torch.ones(batch_size, dtype=torch.bool, device=hidden.device)
+        # Running log Σ r and log Σ r² per example: the ESS after each block costs O(N), not a
+        # pass over every weight drawn so far.
+        log_sum = hidden.new_full((batch_size,), float("-inf"))
+        log_sum_sq = hidden.new_full((batch_size,), float("-inf"))
         # The blocks are chosen without autograd; the step's gradient then comes from one scorer
         # call over every draw kept. Gathering with a gradient block by block would accumulate one
         # sparse gradient per block, and torch adds sparse gradients in time quadratic in their
         # number, while the (N, H) rows of every block would stay alive until the backward.
         with torch.no_grad():
-            log_weights: list[Tensor] = []
             while True:
                 ids, log_q = self._block(context, batch_size)
                 # Examples whose ESS is already high enough ignore later blocks (weight 0).
                 block = (self._pair_logits(hidden, ids) - log_q).masked_fill(~wanting.unsqueeze(1), float("-inf"))
                 samples.append(ids)
                 log_qs.append(log_q)
-                kept.append(wanting.unsqueeze(1).expand_as(ids))
-                log_weights.append(block)
-                ess = effective_sample_size(torch.cat(log_weights, dim=1))
+                wanted.append(wanting)
+                log_sum = torch.logaddexp(log_sum, torch.logsumexp(block, dim=1))
+                log_sum_sq = torch.logaddexp(log_sum_sq, torch.logsumexp(2 * block, dim=1))
+                ess = torch.exp(2 * log_sum - log_sum_sq)
                 wanting = wanting & (ess < self.min_ess)
                 if not wanting.any() or (len(samples) + 1) * self.num_samples > self.max_samples:
                     break
-        all_samples, all_kept = torch.cat(samples, dim=1), torch.cat(kept, dim=1)
-        logits = self._pair_logits(hidden, torch.cat([target.unsqueeze(1), all_samples], dim=1))
-        all_log_weights = (logits[:, 1:] - torch.cat(log_qs, dim=1)).masked_fill(~all_kept, float("-inf"))
+        all_samples = torch.cat(samples, dim=-1)
+        all_kept = torch.stack(wanted, dim=1).repeat_interleave(self.num_samples, dim=1)
+        if all_samples.dim() == 1:
+            target_logit, sample_logits = self.target_and_class_logits(hidden, target, all_samples)
+            all_samples = all_samples.expand(batch_size, -1)
+        else:
+            logits = self._pair_logits(hidden, torch.cat([target.unsqueeze(1), all_samples], dim=1))
+            target_logit, sample_logits = logits[:, 0], logits[:, 1:]
+        all_log_weights = (sample_logits - torch.cat(log_qs, dim=-1)).masked_fill(~all_kept, float("-inf"))
         self.last_num_samples = len(samples) * self.num_samples
         self.last_ess = float(ess.mean()) if batch_size else math.nan
         self._observe(target, context=context, samples=all_samples, log_weights=all_log_weights.detach())
         log_z = torch.logsumexp(all_log_weights, dim=1) - torch.log(all_kept.sum(dim=1) * 1.0)
-        return log_z - logits[:, 0]
+        return log_z - target_logit
 
     def extra_repr(self) -> str:
         return super().extra_repr() + f", min_ess={self.min_ess}, max_samples={self.max_samples}"

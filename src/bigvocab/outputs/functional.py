@@ -2,6 +2,7 @@
 
 * :func:`gather_rows` -- rows of a parameter with a *sparse* gradient (only the touched rows),
   which is what lets sampled and tree-structured layers train in time independent of V.
+* :func:`distinct_ids` -- ``torch.unique`` with inverse for class ids, by marking rather than sorting.
 * :func:`chunked_logsumexp` -- log Z and the target logit of a linear softmax computed over
   vocabulary chunks with a running log-sum-exp and a hand-written backward, so the (N, V) logits
   never exist at once.
@@ -41,17 +42,35 @@ def gather_rows(param: Tensor, ids: Tensor, *, sparse: bool = True) -> Tensor:
     return param.index_select(0, ids)
 
 
+def distinct_ids(ids: Tensor, num_classes: int) -> tuple[Tensor, Tensor]:
+    """(unique, inverse) of ids in [0, num_classes): the sorted distinct ids (U,) and, in the
+    shape of ``ids``, each one's position in them, as ``torch.unique(..., return_inverse=True)``.
+
+    A mark per class instead of a sort: O(V + M) work for M ids, which at a training step's few
+    hundred thousand draws is several times cheaper than sorting them.
+    """
+    present = torch.zeros(num_classes, dtype=torch.bool, device=ids.device)
+    present[ids.reshape(-1)] = True
+    unique = present.nonzero().squeeze(1)
+    position = torch.empty(num_classes, dtype=torch.long, device=ids.device)
+    position[unique] = torch.arange(unique.numel(), device=ids.device)
+    return unique, position[ids]
+
+
 def chunk_size_for(num_rows: int, num_classes: int, max_elements: Optional[int]) -> int:
     """Classes per chunk so that a (num_rows, chunk) block holds at most ``max_elements``."""
     budget = DEFAULT_CHUNK_ELEMENTS if max_elements is None else max_elements
     return max(1, min(num_classes, budget // max(1, num_rows)))
 
 
-def _chunk_logits(hidden: Tensor, weight: Tensor, bias: Optional[Tensor], start: int, stop: int) -> Tensor:
+def _chunk_logits(
+    hidden: Tensor, weight: Tensor, bias: Optional[Tensor], start: int, stop: int, *, out: Optional[Tensor] = None
+) -> Tensor:
+    """(N, stop - start) logits of classes ``start:stop``, into ``out`` when given."""
     if bias is None:
-        return hidden @ weight[start:stop].t()
+        return torch.mm(hidden, weight[start:stop].t(), out=out)
     # The bias enters the product's output (addmm) rather than a second (N, chunk) pass.
-    return torch.addmm(bias[start:stop], hidden, weight[start:stop].t())
+    return torch.addmm(bias[start:stop], hidden, weight[start:stop].t(), out=out)
 
 
 def _logsumexp_(logits: Tensor) -> tuple[Tensor, Tensor]:
@@ -62,27 +81,43 @@ def _logsumexp_(logits: Tensor) -> tuple[Tensor, Tensor]:
     return peak, peak + torch.log(logits.sub_(peak.unsqueeze(1)).exp_().sum(dim=1))
 
 
+def _block(buffer: Tensor, columns: int) -> Tensor:
+    """A contiguous (N, columns) view of the front of the (N, chunk) scratch ``buffer``: every
+    chunk reuses one allocation, so no chunk pays fresh pages (a 64 MiB block page-faults for
+    milliseconds on first touch)."""
+    return buffer.view(-1)[: buffer.shape[0] * columns].view(buffer.shape[0], columns)
+
+
 class _ChunkedLogSumExp(torch.autograd.Function):
     """(log Z, target logit) of ``hidden @ weight.T + bias`` without the (N, V) matrix.
 
-    When the whole vocabulary fits in one chunk (N·V within the memory budget), the forward keeps
-    that chunk's exp(logits - peak) and the backward rescales it into the softmax: three matrix
-    products a step, the least a softmax step can do. Otherwise the backward recomputes each
-    chunk's logits, so peak memory is the weights, their gradient and one (N, chunk) block: the
-    price is one extra matrix product per chunk.
+    Forward: one product per chunk into a reused scratch block, whose running maximum and
+    sum-exp update log Z in place (amax, subtract, exp, sum: the block never leaves the chunk).
+
+    Backward: with P = softmax and g the upstream gradient of log Z, the gradients are
+    ``g ⊙ (P W)`` for hidden, ``Pᵀ (g ⊙ hidden)`` for the weights and ``Pᵀ g`` for the bias; the
+    target logit adds ``W[t]`` and ``hidden`` at the target rows, an O(N·H) correction after the
+    loop. So each chunk costs exactly two products and one exp pass: its logits are recomputed
+    already shifted by -log Z (the product accumulates into a block holding ``bias - log Z``), and
+    g scales (N, H) operands rather than the (N, chunk) block. When the whole vocabulary fits in
+    one chunk the forward keeps exp(logits - peak) and the backward folds exp(peak - log Z) into
+    g: three products a step, the least a softmax step can do. Otherwise the recomputation is one
+    extra product per chunk, the price of holding one (N, chunk) block instead of N·V logits.
     """
 
     @staticmethod
     def forward(ctx, hidden, weight, bias, target, chunk):  # type: ignore[override]
         num_classes = weight.shape[0]
         log_z = hidden.new_full((hidden.shape[0],), float("-inf"))
-        ctx.kept = None
+        buffer = hidden.new_empty((hidden.shape[0], min(chunk, num_classes)))
         for start in range(0, num_classes, chunk):
-            logits = _chunk_logits(hidden, weight, bias, start, min(start + chunk, num_classes))
+            stop = min(start + chunk, num_classes)
+            logits = _block(buffer, stop - start)
+            _chunk_logits(hidden, weight, bias, start, stop, out=logits)
             peak, chunk_log_z = _logsumexp_(logits)
             log_z = torch.logaddexp(log_z, chunk_log_z)
-        if chunk >= num_classes and any(ctx.needs_input_grad[:3]):
-            ctx.kept = (logits, peak)  # the one chunk, as exp(logits - peak)
+        keep = chunk >= num_classes and any(ctx.needs_input_grad[:3])
+        ctx.kept = (buffer, peak) if keep else None  # the one chunk, as exp(logits - peak)
         target_logit = (hidden * weight.index_select(0, target)).sum(1)
         if bias is not None:
             target_logit = target_logit + bias.index_select(0, target)
@@ -96,28 +131,38 @@ class _ChunkedLogSumExp(torch.autograd.Function):
         chunk = ctx.chunk
         num_classes = weight.shape[0]
         need_hidden, need_weight, need_bias = ctx.needs_input_grad[:3]
-        grad_hidden = torch.zeros_like(hidden) if need_hidden else None
+        need_bias = need_bias and bias is not None
+        # P = probs * row_scale: the kept chunk is exp(logits - peak), recomputed ones softmax.
+        if ctx.kept is not None:
+            buffer, peak = ctx.kept
+            row_scale = grad_log_z * torch.exp(peak - log_z)
+        else:
+            buffer = hidden.new_empty((hidden.shape[0], min(chunk, num_classes)))
+            row_scale = grad_log_z
+        scaled_hidden = hidden * row_scale.unsqueeze(1) if need_weight else None
+        sum_probs_weight = torch.zeros_like(hidden) if need_hidden else None
         grad_weight = torch.empty_like(weight) if need_weight else None
-        grad_bias = torch.empty_like(bias) if (need_bias and bias is not None) else None
-        rows = torch.arange(hidden.shape[0], device=hidden.device)
+        grad_bias = torch.empty_like(bias) if need_bias else None
         for start in range(0, num_classes, chunk):
             stop = min(start + chunk, num_classes)
-            # d log Z / d logits = softmax; the target logit adds a one-hot at the target.
-            if ctx.kept is not None:
-                # Out of place: a second backward (retain_graph) finds the kept chunk intact.
-                scaled, peak = ctx.kept
-                grad_logits = scaled * (torch.exp(peak - log_z) * grad_log_z).unsqueeze(1)
-            else:
-                logits = _chunk_logits(hidden, weight, bias, start, stop)
-                grad_logits = torch.exp_(logits.sub_(log_z.unsqueeze(1))).mul_(grad_log_z.unsqueeze(1))
-            inside = (target >= start) & (target < stop)
-            grad_logits.index_put_((rows[inside], target[inside] - start), grad_target[inside], accumulate=True)
-            if grad_hidden is not None:
-                grad_hidden.addmm_(grad_logits, weight[start:stop])
-            if grad_weight is not None:
-                torch.mm(grad_logits.t(), hidden, out=grad_weight[start:stop])
-            if grad_bias is not None:
-                torch.sum(grad_logits, dim=0, out=grad_bias[start:stop])
+            probs = _block(buffer, stop - start)
+            if ctx.kept is None:
+                shift = -log_z.unsqueeze(1) if bias is None else bias[start:stop] - log_z.unsqueeze(1)
+                probs.copy_(shift.expand_as(probs)).addmm_(hidden, weight[start:stop].t()).exp_()
+            if need_hidden:
+                sum_probs_weight.addmm_(probs, weight[start:stop])
+            if need_weight:
+                torch.mm(probs.t(), scaled_hidden, out=grad_weight[start:stop])
+            if need_bias:
+                torch.mv(probs.t(), row_scale, out=grad_bias[start:stop])
+        grad_hidden = None
+        if need_hidden:
+            grad_hidden = sum_probs_weight.mul_(row_scale.unsqueeze(1))
+            grad_hidden.addcmul_(weight.index_select(0, target), grad_target.unsqueeze(1))
+        if need_weight:
+            grad_weight.index_add_(0, target, hidden * grad_target.unsqueeze(1))
+        if need_bias:
+            grad_bias.index_add_(0, target, grad_target)
         return grad_hidden, grad_weight, grad_bias, None, None
 
 

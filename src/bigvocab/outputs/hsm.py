@@ -296,6 +296,8 @@ class HierarchicalSoftmax(OutputLayer):
         """
         per_row = 2 * (self._num_nodes + self.num_classes)
         rows_per_chunk = max(_MIN_ROWS, self.max_chunk_elements // per_row)
+        if self._binary and hidden.device.type == "cpu" and not _differentiable(hidden, self.weight):
+            return self._binary_log_softmax(hidden, rows_per_chunk)
         level = self._binary_levels if self._binary else self._general_levels
         out = hidden.new_empty(hidden.shape[0], self.num_classes)
         for start in range(0, hidden.shape[0], rows_per_chunk):
@@ -307,6 +309,23 @@ class HierarchicalSoftmax(OutputLayer):
         """(V - 1, n) scores of every node row for the n hidden states h; a vocabulary-parallel
         tree (:mod:`bigvocab.distributed.hsm`) assembles them from the ranks' rows instead."""
         return row_scores(self.weight, self.bias, h)
+
+    def _example_logits(self, h: Tensor) -> Tensor:
+        """(n, V - 1): the same scores example-major, the layout the compiled pass walks."""
+        return h @ self.weight.t() if self.bias is None else torch.addmm(self.bias, h, self.weight.t())
+
+    def _binary_log_softmax(self, hidden: Tensor, rows_per_chunk: int) -> Tensor:
+        """Without autograd on CPU: example-major node logits (n, V - 1) and one compiled top-down
+        pass per row (:mod:`bigvocab.outputs.tree_kernels`), rows split over torch's threads."""
+        from bigvocab.outputs.tree_kernels import binary_leaf_log_probs  # numba loads on first use
+
+        children = self._children.view(-1, 2)
+        out = hidden.new_empty(hidden.shape[0], self.num_classes)
+        for start in range(0, hidden.shape[0], rows_per_chunk):
+            logits = self._example_logits(hidden[start : start + rows_per_chunk])
+            threads = torch.get_num_threads()
+            out[start : start + rows_per_chunk] = binary_leaf_log_probs(logits, children, threads=threads)
+        return out
 
     def _binary_levels(self, logits: Tensor) -> Tensor:
         """(V - 1, n) node logits of a canonical binary tree -> (V, n) leaf log-probabilities."""
@@ -450,6 +469,11 @@ def row_scores(weight: Tensor, bias: Optional[Tensor], h: Tensor) -> Tensor:
     if bias is None:
         return torch.mm(weight, h.t())
     return torch.addmm(bias.unsqueeze(1), weight, h.t())
+
+
+def _differentiable(hidden: Tensor, weight: Tensor) -> bool:
+    """Whether autograd records a computation on these inputs now."""
+    return torch.is_grad_enabled() and (hidden.requires_grad or weight.requires_grad)
 
 
 def _ragged_topk(group: Tensor, ids: Tensor, values: Tensor, num_groups: int, k: int) -> tuple[Tensor, Tensor]:
