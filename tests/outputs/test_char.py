@@ -176,3 +176,16 @@ def test_cost_model_counts_the_spelling_steps():
     assert cost.flops == 3 * (lstm + output + start)
     assert layer.log_prob_cost(target).flops == lstm + output + start
     assert make(constrained=False).log_prob_cost(target).flops > cost.flops
+
+
+def test_the_whole_trie_pass_skips_subtrees_without_a_choice():
+    # Constrained, a node with one allowed symbol gives it probability one, so only prefixes with
+    # a branching node at or below them need a decoder state; open mode scores every node.
+    def scored_prefixes(layer):
+        spelt = {0: ""}
+        for node in range(1, layer.parent.shape[0]):
+            spelt[node] = spelt[int(layer.parent[node])] + layer.alphabet[int(layer.symbol[node]) - 1]
+        return {spelt[int(node)] for node in layer.scored_nodes}
+
+    assert scored_prefixes(make()) == {"", "a", "an", "b", "be", "c", "ca"}
+    assert len(scored_prefixes(make(constrained=False))) == make().parent.shape[0]
