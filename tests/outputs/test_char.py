@@ -9,6 +9,7 @@ from reference_checks import assert_matches_reference, assert_topk_is_exact
 
 import bigvocab
 from bigvocab.errors import ConfigError
+from bigvocab.outputs import search
 
 WORDS = ["a", "an", "and", "ant", "b", "be", "bee", "cab", "ca", "c", "dab", "tan"]
 V, H = len(WORDS), 5
@@ -123,15 +124,18 @@ def test_out_of_vocabulary_spellings_in_open_mode():
 
 
 @pytest.mark.parametrize("constrained", [True, False])
-def test_topk_is_exact_and_the_search_prunes_a_peaked_model(constrained):
+def test_topk_is_exact_and_the_search_prunes_a_peaked_model(constrained, monkeypatch):
     layer = make(constrained=constrained)
     hidden = 3 * torch.randn(6, H, dtype=torch.float64)
     for k in (1, 3, V):
         assert_topk_is_exact(layer, hidden, k)
     if constrained:
-        bound = layer._search(hidden, 2, beam=True)[0][:, 1]
-        _, _, found, spent = layer._search(hidden, 2, bound=bound)
-        assert (found >= 2).all() and (spent < layer.parent.shape[0]).any()
+        passes = []
+        original = search.frontier_search
+        monkeypatch.setattr(search, "frontier_search", lambda *a, **kw: passes.append(original(*a, **kw)) or passes[-1])
+        layer.topk(hidden, 2)
+        beam, bounded = passes
+        assert (bounded.found >= 2).all() and (bounded.spent < layer.parent.shape[0]).any()
 
 
 def test_topk_on_a_larger_vocabulary_matches_the_full_distribution():

@@ -25,7 +25,7 @@ trie level by level for a batch of hidden states, so a prefix shared by many wor
 once per hidden state, not once per word: the cost is O(N x trie nodes) decoder steps.
 Constrained ``topk`` is an exact branch-and-bound search: a prefix's log-probability bounds every
 word below it, a beam of width k gives a lower bound on the k-th best word, and only prefixes
-above that bound are expanded (as ``hsm`` searches its tree).
+above that bound are expanded (:func:`bigvocab.outputs.search.tree_topk`, shared with ``hsm``).
 """
 from __future__ import annotations
 
@@ -35,11 +35,12 @@ import torch
 from torch import Tensor, nn
 
 from bigvocab.errors import ConfigError
-from bigvocab.index.ragged import ragged_topk
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.outputs.char_trie import CELLS, END, build_trie, scored_nodes, split_step
 from bigvocab.outputs.cost import Cost, dot_cost, hidden_cost
 from bigvocab.outputs.functional import DEFAULT_CHUNK_ELEMENTS
+from bigvocab.outputs.search import Children, tree_topk
+from bigvocab.outputs.trees import segment_ranges
 from bigvocab.registry import OUTPUTS
 from bigvocab.validation import check_positive_int
 
@@ -256,61 +257,37 @@ class CharacterSoftmax(OutputLayer):
         if not self.constrained:  # log Z over V is needed anyway: one trie pass
             return self._log_softmax(hidden).topk(k, dim=1)
         with torch.no_grad():
-            bound = self._search(hidden, k, beam=True)[0][:, k - 1]
-            # Slack for rounding: the words that set the bound must pass again.
-            bound = bound - 64 * torch.finfo(hidden.dtype).eps * (1 + bound.abs())
-            values, ids, found, spent = self._search(hidden, k, bound=bound)
-            dense = ((found < k) | (spent > self.search_budget)).nonzero().flatten()
-            if dense.numel():
-                values[dense], ids[dense] = self._word_log_probs(hidden[dense]).topk(k, dim=1)
-        return values, ids
+            condition, state = self._start(hidden)
 
-    def _search(
-        self, hidden: Tensor, k: int, *, beam: bool = False, bound: Optional[Tensor] = None
-    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """Expand the trie level by level from the root for every query, keeping a prefix only if
-        it is among the query's k best of its level (``beam``) or its log-probability is at least
-        ``bound`` (N,), which then also filters the words. Returns the k best words found
-        (values, ids), how many words were found and how many prefixes were expanded, per query
-        (N,). With ``beam`` the k-th value found is a lower bound on the true k-th best (-inf
-        when the beam found fewer than k words)."""
-        n = hidden.shape[0]
-        condition, state = self._start(hidden)
-        query = torch.arange(n, device=hidden.device)
-        node = torch.zeros(n, dtype=torch.long, device=hidden.device)
-        log_p = hidden.new_zeros(n)
-        spent = torch.zeros(n, dtype=torch.long, device=hidden.device)
-        found_query, found_word, found_log_p = [], [], []
-        while query.numel():
-            spent += torch.bincount(query, minlength=n)
-            within = spent[query] <= self.search_budget
-            query, node, log_p, state = query[within], node[within], log_p[within], state[within]
-            symbol_log_p = self._symbol_log_probs(state, node)
-            ends = self.word[node] >= 0
-            word_log_p = log_p[ends] + symbol_log_p[ends, END]
-            keep = word_log_p >= bound[query[ends]] if bound is not None else torch.ones_like(word_log_p, dtype=torch.bool)
-            found_query.append(query[ends][keep])
-            found_word.append(self.word[node[ends]][keep])
-            found_log_p.append(word_log_p[keep])
-            # Every child of every expanded prefix, as (pair, child node).
-            counts = self.child_count[node]
-            pair = torch.repeat_interleave(torch.arange(node.shape[0], device=node.device), counts)
-            child = torch.repeat_interleave(self.child_start[node] - torch.cumsum(counts, 0) + counts, counts)
-            child = child + torch.arange(child.shape[0], device=node.device)
-            child_log_p = log_p[pair] + symbol_log_p[pair, self.symbol[child]]
-            if beam:
-                _, best, _ = ragged_topk(query[pair], torch.arange(pair.shape[0], device=node.device), child_log_p, n, k)
-                chosen = best[best >= 0]
-            else:
-                chosen = (child_log_p >= bound[query[pair]]).nonzero().flatten()
-            pair, child = pair[chosen], child[chosen]
-            query, log_p = query[pair], child_log_p[chosen]
-            state = self._step(self.embedding(self.symbol[child]) + condition[query], state[pair])
-            node = child
-        values, ids, found = ragged_topk(
-            torch.cat(found_query), torch.cat(found_word), torch.cat(found_log_p), n, k
+            def advance(parent_state: Tensor, query: Tensor, child: Tensor) -> Tensor:
+                return self._step(self.embedding(self.symbol[child]) + condition[query], parent_state)
+
+            return tree_topk(
+                hidden.shape[0],
+                k,
+                self._expand,
+                lambda rows: self._word_log_probs(hidden[rows]).topk(k, dim=1),
+                budget=self.search_budget,
+                dtype=hidden.dtype,
+                device=hidden.device,
+                payload=state,
+                advance=advance,
+            )
+
+    def _expand(self, query: Tensor, node: Tensor, log_p: Tensor, state: Optional[Tensor]) -> Children:
+        """The children of trie ``node``s whose decoder ``state``s are given: every child prefix,
+        and the end of the word for a node that spells one."""
+        symbol_log_p = self._symbol_log_probs(state, node)
+        counts = self.child_count[node]
+        pair = torch.repeat_interleave(torch.arange(node.shape[0], device=node.device), counts)
+        child = segment_ranges(self.child_start[node], counts)
+        ends = (self.word[node] >= 0).nonzero().flatten()
+        return Children(
+            pair=torch.cat([pair, ends]),
+            node=torch.cat([child, node[ends]]),
+            log_p=torch.cat([log_p[pair] + symbol_log_p[pair, self.symbol[child]], log_p[ends] + symbol_log_p[ends, END]]),
+            word=torch.cat([torch.full_like(child, -1), self.word[node[ends]]]),
         )
-        return values, ids, found, spent
 
     def extra_repr(self) -> str:
         return (
