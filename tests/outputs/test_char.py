@@ -9,6 +9,7 @@ from reference_checks import assert_matches_reference, assert_topk_is_exact
 
 import bigvocab
 from bigvocab.errors import ConfigError
+from bigvocab.outputs import search
 
 WORDS = ["a", "an", "and", "ant", "b", "be", "bee", "cab", "ca", "c", "dab", "tan"]
 V, H = len(WORDS), 5
@@ -123,15 +124,18 @@ def test_out_of_vocabulary_spellings_in_open_mode():
 
 
 @pytest.mark.parametrize("constrained", [True, False])
-def test_topk_is_exact_and_the_search_prunes_a_peaked_model(constrained):
+def test_topk_is_exact_and_the_search_prunes_a_peaked_model(constrained, monkeypatch):
     layer = make(constrained=constrained)
     hidden = 3 * torch.randn(6, H, dtype=torch.float64)
     for k in (1, 3, V):
         assert_topk_is_exact(layer, hidden, k)
     if constrained:
-        bound = layer._search(hidden, 2, beam=True)[0][:, 1]
-        _, _, found, spent = layer._search(hidden, 2, bound=bound)
-        assert (found >= 2).all() and (spent < layer.parent.shape[0]).any()
+        passes = []
+        original = search.frontier_search
+        monkeypatch.setattr(search, "frontier_search", lambda *a, **kw: passes.append(original(*a, **kw)) or passes[-1])
+        layer.topk(hidden, 2)
+        beam, bounded = passes
+        assert (bounded.found >= 2).all() and (bounded.spent < layer.parent.shape[0]).any()
 
 
 def test_topk_on_a_larger_vocabulary_matches_the_full_distribution():
@@ -176,3 +180,16 @@ def test_cost_model_counts_the_spelling_steps():
     assert cost.flops == 3 * (lstm + output + start)
     assert layer.log_prob_cost(target).flops == lstm + output + start
     assert make(constrained=False).log_prob_cost(target).flops > cost.flops
+
+
+def test_the_whole_trie_pass_skips_subtrees_without_a_choice():
+    # Constrained, a node with one allowed symbol gives it probability one, so only prefixes with
+    # a branching node at or below them need a decoder state; open mode scores every node.
+    def scored_prefixes(layer):
+        spelt = {0: ""}
+        for node in range(1, layer.parent.shape[0]):
+            spelt[node] = spelt[int(layer.parent[node])] + layer.alphabet[int(layer.symbol[node]) - 1]
+        return {spelt[int(node)] for node in layer.scored_nodes}
+
+    assert scored_prefixes(make()) == {"", "a", "an", "b", "be", "c", "ca"}
+    assert len(scored_prefixes(make(constrained=False))) == make().parent.shape[0]

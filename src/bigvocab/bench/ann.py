@@ -1,7 +1,16 @@
 """``bigvocab bench --ann``: approximate top-10 of a linear softmax, recall against speed.
 
-For each index kind of :mod:`bigvocab.index` and each point of its parameter sweep, over weights
-shaped like trained ones (:func:`clustered_weights`), this measures
+Approximate top-k by maximum-inner-product search (Vijayanarasimhan et al. 2015; the MIPS
+transform of Shrivastava & Li 2014). For each index kind of :mod:`bigvocab.index` and each point
+of its parameter sweep, over one of three kinds of weights (``--ann-weights``):
+
+* ``clustered``: synthetic weights shaped like trained ones (:func:`clustered_weights`),
+* ``fitted``: a ``full`` layer fitted to the test rows, as the speed bench fits a layer before its
+  fitted top-k (:func:`bigvocab.bench.operations.fitted_copy`; the queries are those rows),
+* a checkpoint of ``bigvocab train``: its output layer, queried with the hidden states of its
+  corpus's test split,
+
+this measures
 
 * recall@k: the fraction of the exact top-k ids the index path returns (k = 10),
 * the speed-up of ``layer.topk(h, k, index=index, normalise=False)`` (search plus exact rescoring
@@ -13,7 +22,7 @@ shaped like trained ones (:func:`clustered_weights`), this measures
 pass over all V rows, which costs what the exact top-k costs (the report says so and times it
 once). On i.i.d. Gaussian weights no index has structure to exploit; trained output rows
 cluster by meaning and their norms and biases follow frequency, which is what
-:func:`clustered_weights` imitates.
+:func:`clustered_weights` imitates and what a checkpoint shows for real.
 """
 
 from __future__ import annotations
@@ -33,7 +42,10 @@ import bigvocab
 from bigvocab.bench.config import parse_sizes
 from bigvocab.bench.formatting import speedup
 from bigvocab.bench.machine import describe_machine
+from bigvocab.bench.operations import fitted_copy, make_workload
+from bigvocab.bench.side_data import synthetic_side_data
 from bigvocab.bench.timing import paired_speedup, paired_timings
+from bigvocab.outputs.base import OutputLayer
 
 #: (build options, list of search options) per kind: each build is searched at every point.
 SWEEPS: dict[str, list[tuple[dict, list[dict]]]] = {
@@ -68,6 +80,8 @@ class AnnConfig:
     seed: int = 0
     kinds: list[str] = field(default_factory=lambda: list(SWEEPS))
     out: Path = Path("bench-out/ann")
+    #: ``"clustered"``, ``"fitted"`` or the path of a checkpoint (see :func:`ann_inputs`).
+    weights: str = "clustered"
 
 
 @dataclass
@@ -76,6 +90,15 @@ class Synthetic:
 
     weight: Tensor
     bias: Tensor
+    queries: Tensor
+    recipe: str
+
+
+@dataclass
+class AnnInputs:
+    """The layer whose top-k the indexes approximate, its queries (N, H), and how both were made."""
+
+    layer: OutputLayer
     queries: Tensor
     recipe: str
 
@@ -112,6 +135,70 @@ def clustered_weights(config: AnnConfig) -> Synthetic:
     return Synthetic(weight=weight, bias=bias, queries=queries, recipe=recipe)
 
 
+def clustered_inputs(config: AnnConfig) -> AnnInputs:
+    """A ``full`` layer holding :func:`clustered_weights`, and their queries."""
+    data = clustered_weights(config)
+    layer = bigvocab.create_output("full", config.hidden, config.vocab_size).eval()
+    with torch.no_grad():
+        layer.weight.copy_(data.weight)
+        layer.bias.copy_(data.bias)
+    return AnnInputs(layer, data.queries, data.recipe)
+
+
+def fitted_inputs(config: AnnConfig) -> AnnInputs:
+    """A ``full`` layer fitted to ``queries`` test rows of the speed bench's workload (Gaussian
+    hidden states, targets drawn from the synthetic language's unigram), the way the speed bench
+    fits a search-based layer before timing its top-k; the queries are those rows."""
+    side = synthetic_side_data(config.vocab_size, seed=config.seed)
+    workload = make_workload(side.counts, config.hidden, config.queries, config.queries, seed=config.seed, device=torch.device("cpu"))
+    torch.manual_seed(config.seed)
+    layer = bigvocab.create_output("full", config.hidden, config.vocab_size, counts=side.counts)
+    fitted, target_probability = fitted_copy(layer, workload)
+    del layer
+    recipe = (
+        f"V = {config.vocab_size:,}, H = {config.hidden}: `full` initialised under seed {config.seed} and fitted to "
+        f"the {config.queries} queries (h ~ N(0, I), targets drawn from the synthetic unigram) by "
+        f"bigvocab.bench.operations.fitted_copy; mean target probability after fitting {target_probability:.3f}"
+    )
+    return AnnInputs(fitted, workload.eval_hidden.detach(), recipe)
+
+
+def checkpoint_inputs(config: AnnConfig, path: Path) -> AnnInputs:
+    """The output layer of the checkpoint at ``path``, queried with ``queries`` hidden states drawn
+    at random (seeded) from those of its corpus's test split."""
+    from bigvocab.checkpoint import load_model
+    from bigvocab.data.corpora import load_corpus
+    from bigvocab.evaluate.perplexity import eval_batches
+
+    model, vocab, checkpoint = load_model(path)
+    spec = (checkpoint.get("meta") or {}).get("corpus")
+    if not spec:
+        raise bigvocab.ConfigError(f"checkpoint {str(path)!r} does not name its corpus: no test hidden states")
+    corpus = load_corpus(spec, vocab=vocab, progress=False)
+    hidden = torch.cat([model.features(batch) for batch in eval_batches(model, corpus.test, 1024)])
+    chosen = torch.randperm(hidden.shape[0], generator=torch.Generator().manual_seed(config.seed))[: config.queries]
+    layer = model.output
+    config.vocab_size, config.hidden = layer.num_classes, layer.in_features
+    recipe = (
+        f"the `{type(layer).__name__}` output layer of {path} (V = {layer.num_classes:,}, H = {layer.in_features}), "
+        f"trained on {spec}; queries: {len(chosen)} of the {hidden.shape[0]:,} hidden states of its test split, "
+        f"drawn at random under seed {config.seed}"
+    )
+    return AnnInputs(layer, hidden[chosen].contiguous(), recipe)
+
+
+def ann_inputs(config: AnnConfig) -> AnnInputs:
+    """The layer and queries that ``config.weights`` names."""
+    if config.weights == "clustered":
+        return clustered_inputs(config)
+    if config.weights == "fitted":
+        return fitted_inputs(config)
+    path = Path(config.weights)
+    if not path.is_file():
+        raise bigvocab.ConfigError(f"--ann-weights takes clustered, fitted or a checkpoint file; {str(path)!r} is none")
+    return checkpoint_inputs(config, path)
+
+
 def recall(found: Tensor, exact: Tensor) -> float:
     """Mean over queries of |found ∩ exact| / k, for (N, k) id matrices."""
     hits = (found[:, :, None] == exact[:, None, :]).any(2).sum()
@@ -125,13 +212,10 @@ def run_ann(
     each row as it is measured (the CLI appends it to ``rows.jsonl``, so a long run that is
     stopped keeps what it measured)."""
     started = time.perf_counter()
-    data = clustered_weights(config)
-    layer = bigvocab.create_output("full", config.hidden, config.vocab_size).eval()
-    with torch.no_grad():
-        layer.weight.copy_(data.weight)
-        layer.bias.copy_(data.bias)
-    del data.weight, data.bias
-    queries, k = data.queries, config.k
+    inputs = ann_inputs(config)
+    # Test time: no autograd graph is kept for the layer's parameters.
+    layer, queries, k = inputs.layer.eval().requires_grad_(False), inputs.queries, config.k
+    _log(stream, f"weights: {inputs.recipe}")
     _, exact_ids = layer.topk(queries, k)
     rows = []
     for kind in config.kinds:
@@ -173,7 +257,7 @@ def run_ann(
     log_z = _time_log_z(layer, queries, config)
     return {
         "config": {**asdict(config), "out": str(config.out)},
-        "weights": data.recipe,
+        "weights": inputs.recipe,
         "machine": describe_machine(queries.device),
         "rows": rows,
         "log_z": log_z,
@@ -240,7 +324,7 @@ def report_markdown(results: dict[str, Any], command: str) -> str:
 
 def main(args) -> int:
     """``bigvocab bench --ann``: run, print the table, write report.md and results.json."""
-    config = AnnConfig(out=Path(getattr(args, "out", None) or "bench-out/ann"))
+    config = AnnConfig(out=Path(getattr(args, "out", None) or "bench-out/ann"), weights=getattr(args, "ann_weights", None) or "clustered")
     if getattr(args, "vocab_sizes", None) is not None:
         config.vocab_size = parse_sizes(args.vocab_sizes)[-1]
     for name, key in (("hidden", "hidden"), ("batch", "queries"), ("repeats", "repeats"), ("seed", "seed")):

@@ -77,7 +77,7 @@ QUALITY_HEADER = (
 def _status(status: str, error: str) -> str:
     if status != "ok":
         return f"ERROR {error}"
-    return "ok"
+    return f"ok; {error}" if error else "ok"  # an ok row's note: operations skipped as too slow
 
 
 def speed_line(row: SpeedRow) -> str:

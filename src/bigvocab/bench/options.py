@@ -38,6 +38,13 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.set_defaults(bench_mode="quick")
     parser.add_argument(
+        "--ann-weights",
+        default="clustered",
+        metavar="clustered|fitted|PATH",
+        help="with --ann: synthetic clustered weights (default), a full layer fitted to the test rows, or the "
+        "output layer of a checkpoint queried with its corpus's test hidden states",
+    )
+    parser.add_argument(
         "--outputs",
         metavar="PATTERNS",
         help="comma-separated names or fnmatch patterns of the rows to run, e.g. 'hsm*,sampled' "

@@ -254,7 +254,7 @@ def _tokens_cell(row: QualityRow) -> str:
 
 
 def _status_cell(status: str, error: str, memory: Optional[str]) -> str:
-    status = "ok" if status == "ok" else f"error: {error}"
+    status = (f"ok; {error}" if error else "ok") if status == "ok" else f"error: {error}"  # ok: skipped operations
     return status if not memory else f"{status} (memory: {memory})"
 
 

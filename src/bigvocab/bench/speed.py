@@ -5,6 +5,9 @@ reference ``full`` is warmed up once; each row is built, warmed up (its first tr
 under a flop counter), and then timed in ``repeats`` pairs with ``full`` (see
 :mod:`bigvocab.bench.timing`). ``full`` itself is paired with itself: its spread is the noise of
 the measurement. A row that fails to build or to run an operation keeps its place and its error.
+An evaluation operation is first probed on one row: one whose probe predicts a call longer than
+:data:`MAX_CALL_SECONDS` (``char``'s whole-trie ``log_softmax`` at V = 1M) is skipped and the row
+says so, rather than stall the run or report a meaningless 0.00x.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from bigvocab.bench.memory import MIB
 from bigvocab.bench.operations import (
     OPERATIONS,
     REFERENCE_OPERATION,
+    TOPK,
     FittedTopk,
     Workload,
     evaluation_rows,
@@ -32,6 +36,10 @@ from bigvocab.bench.selection import Candidate
 from bigvocab.bench.side_data import build_layer, synthetic_side_data
 from bigvocab.bench.timing import inner_loop_size, paired_speedup, paired_timings, seconds_per_call, synchronize
 from bigvocab.outputs.base import OutputLayer
+
+#: An evaluation operation whose one-row probe predicts a longer call (N' rows) is not timed.
+MAX_CALL_SECONDS = 120.0
+
 
 @dataclass
 class Prepared:
@@ -46,21 +54,32 @@ class Prepared:
 
 
 def prepare(
-    layer: OutputLayer, workload: Workload, device: torch.device, min_time: float
-) -> tuple[Prepared, list[str]]:
+    layer: OutputLayer,
+    workload: Workload,
+    device: torch.device,
+    min_time: float,
+    max_call_seconds: float = MAX_CALL_SECONDS,
+) -> tuple[Prepared, list[str], list[str]]:
     """Warm each operation up (the first training step runs under the flop counter) and size its
     inner loop: from the warm-up call when that already lasts ``min_time`` (slow operations are
-    not run again for nothing), else from a second call free of first-call costs. Failures are
-    returned as messages, per operation."""
+    not run again for nothing), else from a second call free of first-call costs. Failures, and
+    operations skipped as too slow (:func:`probe_seconds_per_row`), are returned as two lists of
+    messages."""
     operations = layer_operations(layer, workload)
     call_seconds: dict[str, float] = {}
     inner: dict[str, int] = {}
     errors: list[str] = []
+    skipped: list[str] = []
     counted = None
     for name, operation in operations.items():
         try:
             if isinstance(operation, FittedTopk):
                 operation.fit()  # untimed: the fitting stands for training done elsewhere
+            if name != "train":
+                per_row = probe_seconds_per_row(layer, name, operation, workload, max_call_seconds)
+                if per_row * workload.eval_hidden.shape[0] > max_call_seconds:
+                    skipped.append(f"{name} skipped (too slow: {per_row:.3g} s/row)")
+                    continue
             synchronize(device)
             start = time.perf_counter()
             if name == "train":
@@ -76,7 +95,28 @@ def prepare(
             inner[name] = inner_loop_size(seconds, min_time)
         except Exception as error:  # reported on the row
             errors.append(f"{name}: {type(error).__name__}: {error}")
-    return Prepared(layer, operations, call_seconds, inner, counted), errors
+    return Prepared(layer, operations, call_seconds, inner, counted), errors, skipped
+
+
+def probe_seconds_per_row(
+    layer: OutputLayer, name: str, operation: Callable[[], object], workload: Workload, max_call_seconds: float
+) -> float:
+    """Seconds per row of evaluation operation ``name`` (``log_softmax``, ``topk`` or
+    ``topk_fitted``), from a call on the first test row; a call that predicts a skip is repeated
+    once, so a first-call cost alone does not skip an operation."""
+    target = operation.fitted if isinstance(operation, FittedTopk) else layer
+    row = workload.eval_hidden[:1]
+    target.eval()
+    seconds = float("inf")
+    for _ in range(2):
+        start = time.perf_counter()
+        with torch.no_grad():
+            target.log_softmax(row) if name == "log_softmax" else target.topk(row, TOPK)
+        synchronize(row.device)
+        seconds = min(seconds, time.perf_counter() - start)
+        if seconds * workload.eval_hidden.shape[0] <= max_call_seconds:
+            break
+    return seconds
 
 
 def _count_or_none(step: Callable[[], object]) -> Optional[float]:
@@ -130,7 +170,7 @@ def measure_vocab(
     workload = make_workload(side.counts, config.hidden, config.batch, eval_rows, seed=config.seed, device=device)
     torch.manual_seed(config.seed)
     reference_layer, _ = build_layer(candidates[0], config.hidden, vocab_size, side, num_samples=config.num_samples)
-    reference, reference_errors = prepare(reference_layer.to(device), workload, device, config.min_time)
+    reference, reference_errors, _ = prepare(reference_layer.to(device), workload, device, config.min_time)
     if reference_errors:
         raise RuntimeError(f"the reference layer 'full' failed at V={vocab_size}: {'; '.join(reference_errors)}")
     full_params = parameter_count(reference_layer)
@@ -148,6 +188,7 @@ def measure_vocab(
         measured = memory.get(candidate.label, {})
         row.peak_step_mib, row.memory_error = measured.get("peak_step_mib"), measured.get("memory_error")
         errors: list[str] = []
+        skipped: list[str] = []
         try:
             check_dense_memory(candidate, config.batch, vocab_size, config.hidden)
             torch.manual_seed(config.seed)
@@ -156,7 +197,7 @@ def measure_vocab(
             row.build_seconds = time.perf_counter() - start
             row.options = shown
             layer = layer.to(device)
-            prepared, errors = prepare(layer, workload, device, config.min_time)
+            prepared, errors, skipped = prepare(layer, workload, device, config.min_time)
             fitted = prepared.operations.get("topk_fitted")
             if fitted is not None:
                 row.topk_fitted_target_p = fitted.target_probability
@@ -166,7 +207,7 @@ def measure_vocab(
         except Exception as error:  # a failing layer is a row that says why, never a silent gap
             errors.append(f"{type(error).__name__}: {error}")
         row.status = "error" if errors else "ok"
-        row.error = "; ".join(errors)
+        row.error = "; ".join(errors + skipped)
         on_row(row)
         rows.append(row)
     return rows

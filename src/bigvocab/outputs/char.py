@@ -25,80 +25,24 @@ trie level by level for a batch of hidden states, so a prefix shared by many wor
 once per hidden state, not once per word: the cost is O(N x trie nodes) decoder steps.
 Constrained ``topk`` is an exact branch-and-bound search: a prefix's log-probability bounds every
 word below it, a beam of width k gives a lower bound on the k-th best word, and only prefixes
-above that bound are expanded (as ``hsm`` searches its tree).
+above that bound are expanded (:func:`bigvocab.outputs.search.tree_topk`, shared with ``hsm``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import torch
 from torch import Tensor, nn
 
 from bigvocab.errors import ConfigError
-from bigvocab.index.ragged import ragged_topk
 from bigvocab.outputs.base import OutputLayer
+from bigvocab.outputs.char_trie import CELLS, END, build_trie, scored_nodes, split_step
 from bigvocab.outputs.cost import Cost, dot_cost, hidden_cost
 from bigvocab.outputs.functional import DEFAULT_CHUNK_ELEMENTS
+from bigvocab.outputs.search import Children, tree_topk
+from bigvocab.outputs.trees import segment_ranges
 from bigvocab.registry import OUTPUTS
 from bigvocab.validation import check_positive_int
-
-#: Output symbol 0 ends a word; character i of the alphabet is output symbol i + 1.
-END = 0
-CELLS = {"lstm": nn.LSTMCell, "gru": nn.GRUCell}
-
-
-@dataclass
-class Trie:
-    """The vocabulary's prefix trie; node 0 is the empty prefix, children are numbered by depth.
-
-    parent, symbol, depth: (nodes,) the parent node, the symbol leading into the node (-1 at the
-    root) and the prefix length. word: (nodes,) the word spelt by the prefix, or -1. allowed:
-    (nodes, S) the symbols that may follow the prefix (children and, for a word, the end).
-    child_start, child_count: (nodes,) where a node's children sit (children of one node are
-    consecutive ids). path: (V, L + 1) the node before each output symbol of each word, and
-    spelling: (V, L + 1) those output symbols (end last, then 0s), lengths: (V,) including end.
-    levels: (start, stop) node ids of each depth (breadth-first numbering makes them ranges).
-    """
-
-    parent: Tensor
-    symbol: Tensor
-    word: Tensor
-    allowed: Tensor
-    child_start: Tensor
-    child_count: Tensor
-    path: Tensor
-    spelling: Tensor
-    lengths: Tensor
-    levels: list[tuple[int, int]]
-
-
-def build_trie(words: Sequence[str], alphabet: dict[str, int]) -> Trie:
-    """The trie of ``words`` over output symbols (``alphabet`` maps a character to its symbol)."""
-    # Breadth-first numbering makes every level and every node's children contiguous ranges.
-    prefixes = sorted({w[:d] for w in words for d in range(len(w) + 1)}, key=lambda p: (len(p), p))
-    node_of = {p: i for i, p in enumerate(prefixes)}
-    parent = torch.tensor([-1] + [node_of[p[:-1]] for p in prefixes[1:]])
-    symbol = torch.tensor([-1] + [alphabet[p[-1]] for p in prefixes[1:]])
-    word = torch.full((len(prefixes),), -1, dtype=torch.long)
-    word[torch.tensor([node_of[w] for w in words])] = torch.arange(len(words))
-    allowed = torch.zeros(len(prefixes), len(alphabet) + 1, dtype=torch.bool)
-    allowed[parent[1:], symbol[1:]] = True
-    allowed[word >= 0, END] = True
-    child_count = torch.bincount(parent[1:], minlength=len(prefixes))
-    child_start = torch.cumsum(child_count, 0) - child_count + 1
-    longest = max(len(w) for w in words)
-    path = torch.zeros(len(words), longest + 1, dtype=torch.long)
-    spelling = torch.zeros(len(words), longest + 1, dtype=torch.long)
-    for i, w in enumerate(words):
-        path[i, : len(w) + 1] = torch.tensor([node_of[w[:d]] for d in range(len(w) + 1)])
-        spelling[i, : len(w)] = torch.tensor([alphabet[c] for c in w])
-    depth = torch.tensor([len(p) for p in prefixes])
-    sizes = torch.bincount(depth).tolist()
-    starts = [sum(sizes[:d]) for d in range(len(sizes))]
-    levels = [(start, start + size) for start, size in zip(starts, sizes)]
-    lengths = torch.tensor([len(w) + 1 for w in words])
-    return Trie(parent, symbol, word, allowed, child_start, child_count, path, spelling, lengths, levels)
 
 
 @OUTPUTS.register("char")
@@ -160,6 +104,10 @@ class CharacterSoftmax(OutputLayer):
             if isinstance(value, Tensor):
                 self.register_buffer(name, value.to(device), persistent=False)
         self.levels = trie.levels
+        scored = scored_nodes(trie, self.constrained)
+        for name in ("nodes", "position", "words", "anchor", "exit"):
+            self.register_buffer(f"scored_{name}", getattr(scored, name).to(device), persistent=False)
+        self.scored_levels, self.scored_word_levels = scored.levels, scored.word_levels
         size = check_positive_int("decoder_size", decoder_size)
         num_symbols = len(self.alphabet) + 1
         # Input symbols: the characters (1..A) and a begin symbol (0); the end is never an input.
@@ -238,32 +186,42 @@ class CharacterSoftmax(OutputLayer):
 
     # ------------------------------------------------------------------ over the whole trie
     def _word_log_probs(self, hidden: Tensor) -> Tensor:
-        """(N, H) -> (N, V): each word's path log-probability, level by level over the trie, in
-        row chunks that bound the (rows, level nodes, S) states held at once."""
-        widest = max(stop - start for start, stop in self.levels)
-        per_row = widest * (self.cell.hidden_size * 8 + self.output.out_features)
+        """(N, H) -> (N, V): each word's path log-probability, level by level over the trie's
+        scored nodes (:func:`~bigvocab.outputs.char_trie.scored_nodes`), in row chunks that bound
+        the (rows, level nodes, gates) floats held at once."""
+        widest = max(stop - start for start, stop in self.scored_levels)
+        per_row = widest * (self.cell.weight_hh.shape[0] * 3 + self.output.out_features)
         rows = max(1, self.max_chunk_elements // per_row)
         return torch.cat([self._word_log_probs_chunk(hidden[i : i + rows]) for i in range(0, hidden.shape[0], rows)])
 
     def _word_log_probs_chunk(self, hidden: Tensor) -> Tensor:
         n = hidden.shape[0]
         condition, state = self._start(hidden)
-        state = state[:, None]  # (n, nodes of the level, S)
+        # W_i x for x = embedding(symbol) + C h splits into a table over symbols and a term per row.
+        symbol_gates = self.embedding.weight @ self.cell.weight_ih.T + self.cell.bias_ih
+        row_gates = condition @ self.cell.weight_ih.T
+        state = state[:, None]  # (n, scored nodes of the level, S)
         prefix = hidden.new_zeros(n, 1)
         out = hidden.new_empty(n, self.num_classes)
-        for depth, (start, stop) in enumerate(self.levels):
-            nodes = torch.arange(start, stop, device=hidden.device)
+        for depth, (start, stop) in enumerate(self.scored_levels):
+            nodes = self.scored_nodes[start:stop]
             if depth:
-                # Levels are contiguous id ranges, so a parent's place in its level is an offset.
-                parent_position = self.parent[nodes] - self.levels[depth - 1][0]
-                inputs = self.embedding(self.symbol[nodes])[None] + condition[:, None]
-                state = self._step(
-                    inputs.reshape(-1, inputs.shape[-1]), state[:, parent_position].reshape(-1, state.shape[-1])
-                ).reshape(n, len(nodes), -1)
-                prefix = prefix[:, parent_position] + symbol_log_p[:, parent_position, self.symbol[nodes]]
-            symbol_log_p = self._symbol_log_probs(state.reshape(-1, state.shape[-1]), nodes.repeat(n)).reshape(n, len(nodes), -1)
-            ends = self.word[nodes] >= 0
-            out[:, self.word[nodes][ends]] = prefix[:, ends] + symbol_log_p[:, ends, END]
+                symbol = self.symbol[nodes]
+                parent = self.scored_position[self.parent[nodes]]
+                state = split_step(
+                    self.cell, symbol_gates[symbol][None] + row_gates[:, None], parent_gates[:, parent], state[:, parent]
+                )
+                prefix = prefix[:, parent] + symbol_log_p[:, parent, symbol]
+            h = state[..., : self.cell.hidden_size]
+            logits = self.output(h)
+            if self.constrained:
+                logits = logits.masked_fill(~self.allowed[nodes], float("-inf"))
+            symbol_log_p = torch.log_softmax(logits, dim=-1)
+            # One W_h h per parent, shared by all its children (the last level has none).
+            parent_gates = h @ self.cell.weight_hh.T + self.cell.bias_hh if depth + 1 < len(self.scored_levels) else None
+            first, last = self.scored_word_levels[depth]
+            where = self.scored_position[self.scored_anchor[first:last]]
+            out[:, self.scored_words[first:last]] = prefix[:, where] + symbol_log_p[:, where, self.scored_exit[first:last]]
         return out
 
     def _log_softmax(self, hidden: Tensor) -> Tensor:
@@ -300,61 +258,37 @@ class CharacterSoftmax(OutputLayer):
         if not self.constrained:  # log Z over V is needed anyway: one trie pass
             return self._log_softmax(hidden).topk(k, dim=1)
         with torch.no_grad():
-            bound = self._search(hidden, k, beam=True)[0][:, k - 1]
-            # Slack for rounding: the words that set the bound must pass again.
-            bound = bound - 64 * torch.finfo(hidden.dtype).eps * (1 + bound.abs())
-            values, ids, found, spent = self._search(hidden, k, bound=bound)
-            dense = ((found < k) | (spent > self.search_budget)).nonzero().flatten()
-            if dense.numel():
-                values[dense], ids[dense] = self._word_log_probs(hidden[dense]).topk(k, dim=1)
-        return values, ids
+            condition, state = self._start(hidden)
 
-    def _search(
-        self, hidden: Tensor, k: int, *, beam: bool = False, bound: Optional[Tensor] = None
-    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """Expand the trie level by level from the root for every query, keeping a prefix only if
-        it is among the query's k best of its level (``beam``) or its log-probability is at least
-        ``bound`` (N,), which then also filters the words. Returns the k best words found
-        (values, ids), how many words were found and how many prefixes were expanded, per query
-        (N,). With ``beam`` the k-th value found is a lower bound on the true k-th best (-inf
-        when the beam found fewer than k words)."""
-        n = hidden.shape[0]
-        condition, state = self._start(hidden)
-        query = torch.arange(n, device=hidden.device)
-        node = torch.zeros(n, dtype=torch.long, device=hidden.device)
-        log_p = hidden.new_zeros(n)
-        spent = torch.zeros(n, dtype=torch.long, device=hidden.device)
-        found_query, found_word, found_log_p = [], [], []
-        while query.numel():
-            spent += torch.bincount(query, minlength=n)
-            within = spent[query] <= self.search_budget
-            query, node, log_p, state = query[within], node[within], log_p[within], state[within]
-            symbol_log_p = self._symbol_log_probs(state, node)
-            ends = self.word[node] >= 0
-            word_log_p = log_p[ends] + symbol_log_p[ends, END]
-            keep = word_log_p >= bound[query[ends]] if bound is not None else torch.ones_like(word_log_p, dtype=torch.bool)
-            found_query.append(query[ends][keep])
-            found_word.append(self.word[node[ends]][keep])
-            found_log_p.append(word_log_p[keep])
-            # Every child of every expanded prefix, as (pair, child node).
-            counts = self.child_count[node]
-            pair = torch.repeat_interleave(torch.arange(node.shape[0], device=node.device), counts)
-            child = torch.repeat_interleave(self.child_start[node] - torch.cumsum(counts, 0) + counts, counts)
-            child = child + torch.arange(child.shape[0], device=node.device)
-            child_log_p = log_p[pair] + symbol_log_p[pair, self.symbol[child]]
-            if beam:
-                _, best, _ = ragged_topk(query[pair], torch.arange(pair.shape[0], device=node.device), child_log_p, n, k)
-                chosen = best[best >= 0]
-            else:
-                chosen = (child_log_p >= bound[query[pair]]).nonzero().flatten()
-            pair, child = pair[chosen], child[chosen]
-            query, log_p = query[pair], child_log_p[chosen]
-            state = self._step(self.embedding(self.symbol[child]) + condition[query], state[pair])
-            node = child
-        values, ids, found = ragged_topk(
-            torch.cat(found_query), torch.cat(found_word), torch.cat(found_log_p), n, k
+            def advance(parent_state: Tensor, query: Tensor, child: Tensor) -> Tensor:
+                return self._step(self.embedding(self.symbol[child]) + condition[query], parent_state)
+
+            return tree_topk(
+                hidden.shape[0],
+                k,
+                self._expand,
+                lambda rows: self._word_log_probs(hidden[rows]).topk(k, dim=1),
+                budget=self.search_budget,
+                dtype=hidden.dtype,
+                device=hidden.device,
+                payload=state,
+                advance=advance,
+            )
+
+    def _expand(self, query: Tensor, node: Tensor, log_p: Tensor, state: Optional[Tensor]) -> Children:
+        """The children of trie ``node``s whose decoder ``state``s are given: every child prefix,
+        and the end of the word for a node that spells one."""
+        symbol_log_p = self._symbol_log_probs(state, node)
+        counts = self.child_count[node]
+        pair = torch.repeat_interleave(torch.arange(node.shape[0], device=node.device), counts)
+        child = segment_ranges(self.child_start[node], counts)
+        ends = (self.word[node] >= 0).nonzero().flatten()
+        return Children(
+            pair=torch.cat([pair, ends]),
+            node=torch.cat([child, node[ends]]),
+            log_p=torch.cat([log_p[pair] + symbol_log_p[pair, self.symbol[child]], log_p[ends] + symbol_log_p[ends, END]]),
+            word=torch.cat([torch.full_like(child, -1), self.word[node[ends]]]),
         )
-        return values, ids, found, spent
 
     def extra_repr(self) -> str:
         return (

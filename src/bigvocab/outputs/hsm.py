@@ -34,6 +34,7 @@ from bigvocab.outputs.base import OutputLayer
 from bigvocab.outputs.functional import DEFAULT_CHUNK_ELEMENTS, gather_rows
 from bigvocab.outputs.cost import Cost, dot_cost, hidden_cost
 from bigvocab.outputs.engine import EngineTables
+from bigvocab.outputs.search import Children, tree_topk
 from bigvocab.outputs.trees import Tree, build_tree, segment_ranges, tree_side_inputs, walk_up
 from bigvocab.registry import OUTPUTS, TREES
 from bigvocab.validation import check_flag, check_positive_int
@@ -383,33 +384,6 @@ class HierarchicalSoftmax(OutputLayer):
         logits[has_row] = row_logits
         return pair, self._children[slot], log_p[pair] + logits - log_z[pair], position
 
-    def _beam_bound(self, hidden: Tensor, k: int) -> Tensor:
-        """Log-prob of the k-th leaf found by a beam search of width k: a lower bound, (n,), on the
-        k-th largest leaf log-probability."""
-        num_nodes, n, width = self._num_nodes, hidden.shape[0], self.tree.max_arity
-        beam = torch.full((n, k), -1, dtype=torch.long, device=hidden.device)
-        beam_log_p = torch.full((n, k), float("-inf"), dtype=hidden.dtype, device=hidden.device)
-        beam[:, 0], beam_log_p[:, 0] = 0, 0.0
-        while True:
-            internal = (beam >= 0) & (beam < num_nodes)
-            if not internal.any():
-                return beam_log_p[:, k - 1]
-            query, column = internal.nonzero(as_tuple=True)
-            pair, child, child_log_p, position = self._expand(
-                hidden, query, beam[query, column], beam_log_p[query, column]
-            )
-            # Candidates: the leaves already in the beam, then each expanded item's children.
-            leaf = beam >= num_nodes
-            cand = torch.cat([torch.where(leaf, beam, -1), beam.new_full((n, k * width), -1)], 1)
-            cand_log_p = torch.cat(
-                [torch.where(leaf, beam_log_p, float("-inf")), beam_log_p.new_full((n, k * width), float("-inf"))], 1
-            )
-            slot = k + column[pair] * width + position
-            cand[query[pair], slot] = child
-            cand_log_p[query[pair], slot] = child_log_p
-            beam_log_p, best = cand_log_p.topk(k, dim=1)
-            beam = cand.gather(1, best)
-
     def _topk(self, hidden: Tensor, k: int) -> tuple[Tensor, Tensor]:
         with torch.no_grad():
             per_query = max(k * (self.tree.max_arity + 1), self.search_budget)
@@ -420,35 +394,22 @@ class HierarchicalSoftmax(OutputLayer):
         return torch.cat([p[0] for p in pieces]), torch.cat([p[1] for p in pieces])
 
     def _topk_chunk(self, hidden: Tensor, k: int) -> tuple[Tensor, Tensor]:
-        num_nodes, n = self._num_nodes, hidden.shape[0]
-        bound = self._beam_bound(hidden, k)
-        # Slack for rounding: the beam's leaves must pass again; extra nodes cost time only.
-        bound = bound - 64 * torch.finfo(hidden.dtype).eps * (1 + bound.abs())
-        query = torch.arange(n, device=hidden.device)
-        node = torch.zeros(n, dtype=torch.long, device=hidden.device)
-        log_p = hidden.new_zeros(n)
-        spent = torch.zeros(n, dtype=torch.long, device=hidden.device)
-        found_query, found_leaf, found_log_p = [], [], []
-        while query.numel():
-            spent += torch.bincount(query, minlength=n)
-            within = spent[query] <= self.search_budget
-            query, node, log_p = query[within], node[within], log_p[within]
+        num_nodes = self._num_nodes
+
+        def expand(query: Tensor, node: Tensor, log_p: Tensor, payload: Optional[Tensor]) -> Children:
             pair, child, child_log_p, _ = self._expand(hidden, query, node, log_p)
-            child_query = query[pair]
-            keep = child_log_p >= bound[child_query]
-            leaf = keep & (child >= num_nodes)
-            found_query.append(child_query[leaf])
-            found_leaf.append(child[leaf] - num_nodes)
-            found_log_p.append(child_log_p[leaf])
-            inner = keep & (child < num_nodes)
-            query, node, log_p = child_query[inner], child[inner], child_log_p[inner]
-        values, ids = _ragged_topk(torch.cat(found_query), torch.cat(found_leaf), torch.cat(found_log_p), n, k)
-        # A flat distribution (e.g. untrained) leaves too many nodes above the bound: those
-        # queries are cheaper to score in full.
-        dense = (spent > self.search_budget).nonzero().flatten()
-        if dense.numel():
-            values[dense], ids[dense] = self._log_softmax(hidden[dense]).topk(k, dim=1)
-        return values, ids
+            # Unified ids: internal nodes first, then the leaves (classes).
+            return Children(pair, child, child_log_p, torch.where(child >= num_nodes, child - num_nodes, -1))
+
+        return tree_topk(
+            hidden.shape[0],
+            k,
+            expand,
+            lambda rows: self._log_softmax(hidden[rows]).topk(k, dim=1),
+            budget=self.search_budget,
+            dtype=hidden.dtype,
+            device=hidden.device,
+        )
 
     def shard_vocabulary(self, group: Any, *, partition: Any = None) -> OutputLayer:
         """Top of the tree replicated, whole subtrees owned by ranks
@@ -475,19 +436,3 @@ def _differentiable(hidden: Tensor, weight: Tensor) -> bool:
     """Whether autograd records a computation on these inputs now."""
     return torch.is_grad_enabled() and (hidden.requires_grad or weight.requires_grad)
 
-
-def _ragged_topk(group: Tensor, ids: Tensor, values: Tensor, num_groups: int, k: int) -> tuple[Tensor, Tensor]:
-    """Top-k ``values`` (and their ``ids``) within each group; every group has at least k entries."""
-    order = torch.argsort(group, stable=True)
-    group, ids, values = group[order], ids[order], values[order]
-    counts = torch.bincount(group, minlength=num_groups)
-    column = torch.arange(group.shape[0], device=group.device) - torch.repeat_interleave(
-        torch.cumsum(counts, 0) - counts, counts
-    )
-    width = max(k, int(counts.max()))
-    padded = values.new_full((num_groups, width), float("-inf"))
-    padded_ids = ids.new_zeros((num_groups, width))
-    padded[group, column] = values
-    padded_ids[group, column] = ids
-    best, where = padded.topk(k, dim=1)
-    return best, padded_ids.gather(1, where)
