@@ -262,11 +262,11 @@ class Word2Vec:
         with progress_bar(words * epochs, self.progress) as bar:
             for epoch in range(epochs):
                 bar.set_description(f"epoch {epoch + 1}/{epochs}")
-                _, epoch_kept = train_epoch(arrays, stream, schedule=schedule, words_before=epoch * words,
+                done = train_epoch(arrays, stream, schedule=schedule, words_before=epoch * words,
                                             epoch=self.epochs_trained + epoch, workers=self.workers, seed=self.seed,
                                             shrink=self.shrink_windows, shared=self.hogbatch,
                                             chunk_words=self.batch_words, bar=bar)
-                kept += epoch_kept
+                kept += done.kept
         return kept
 
     def _train_torch(self, stream: np.ndarray, epochs: int, alpha: float, min_alpha: float) -> int:

@@ -62,8 +62,8 @@ class EngineTrainer(Trainer):
         self.model.train()
         started = time.perf_counter()
         with progress_bar(words, config.progress, desc=f"epoch {self.epoch + 1}/{config.epochs}") as bar:
-            read, _ = train_epoch(engine_arrays(self.model), stream, schedule=schedule, words_before=self.epoch * words,
-                                  epoch=self.epoch, workers=self.workers, seed=config.seed, bar=bar)
+            read = train_epoch(engine_arrays(self.model), stream, schedule=schedule, words_before=self.epoch * words,
+                                  epoch=self.epoch, workers=self.workers, seed=config.seed, bar=bar).read
         self._tokens_per_s = read / max(time.perf_counter() - started, 1e-9)
         loss, targets = self._sampled_loss()
         self.step += 1
