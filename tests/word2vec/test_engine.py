@@ -71,10 +71,8 @@ def test_a_sentence_longer_than_max_sentence_is_cut_where_the_chunk_reaches():
 
 
 def test_two_threads_share_the_chunks_of_an_epoch():
-    """Every word is read once whatever the threads' speeds, and a stop event ends the epoch at a
-    chunk boundary from which the rest of the epoch resumes."""
-    import threading
-
+    """Every word is read once whatever the threads' speeds, and ``should_stop`` ends the epoch at
+    a chunk boundary from which the rest of the epoch resumes."""
     from bigvocab.models import build_model
     from bigvocab.word2vec.engine import Schedule, engine_arrays, train_epoch
 
@@ -85,9 +83,8 @@ def test_two_threads_share_the_chunks_of_an_epoch():
     arrays, schedule = engine_arrays(model), Schedule(0.025, 1e-4, words)
     full = train_epoch(arrays, stream, schedule=schedule, words_before=0, epoch=0, workers=2, chunk_words=100)
     assert (full.read, full.position) == (words, stream.size)
-    stop = threading.Event()
-    stop.set()
-    stopped = train_epoch(arrays, stream, schedule=schedule, words_before=0, epoch=0, workers=2, start=550, stop=stop)
+    stopped = train_epoch(arrays, stream, schedule=schedule, words_before=0, epoch=0, workers=2, start=550,
+                          should_stop=lambda: True)
     assert (stopped.read, stopped.position) == (0, 550)
     rest = train_epoch(arrays, stream, schedule=schedule, words_before=0, epoch=0, workers=2, chunk_words=100, start=550)
     assert (rest.read, rest.position) == (words - 500, stream.size)

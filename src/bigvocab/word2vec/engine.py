@@ -17,15 +17,16 @@ fixed range per thread would leave the faster one idle at the end and keep the t
 distant parts of the corpus. The learning rate decays linearly with the words read by all
 threads together, from ``alpha`` at the first word of the run to ``min_alpha`` at the last
 (word2vec.c, gensim), and is constant within a chunk. One thread takes the chunks in order, so
-its run is reproducible for a seed. A ``stop`` event ends the epoch at the next chunk boundary,
-with every chunk before the cursor trained, so an epoch can resume from the cursor.
+its run is reproducible for a seed. ``should_stop`` (polled by the calling thread) ends the epoch
+once the chunks under way are done, with every chunk before the cursor trained, so the epoch
+resumes from the cursor (a signal stops a run within a chunk, not at the epoch's end).
 """
 from __future__ import annotations
 
 import sys
 import threading
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 import torch
@@ -149,16 +150,15 @@ class _Cursor:
     """The chunks of one epoch, handed out in order, and the words read (and kept) by all threads,
     under one lock; a thread holds it only to take a chunk or to count one."""
 
-    def __init__(self, stream: np.ndarray, position: int, chunk_words: int, words_before: int,
-                 stop: Optional[threading.Event]) -> None:
+    def __init__(self, stream: np.ndarray, position: int, chunk_words: int, words_before: int) -> None:
         self.stream, self.position, self.chunk_words = stream, position, chunk_words
-        self.stop = stop if stop is not None else threading.Event()
+        self.stop = threading.Event()
         self.read = words_before
         self.kept = 0
         self._lock = threading.Lock()
 
     def take(self) -> Optional[tuple[int, int]]:
-        """The next chunk (start, end), or None at the end of the stream or once ``stop`` is set."""
+        """The next chunk (start, end), or None at the end of the stream or once :attr:`stop` is set."""
         with self._lock:
             if self.position >= self.stream.shape[0] or self.stop.is_set():
                 return None
@@ -199,16 +199,17 @@ def train_epoch(
     shared: bool = False,
     chunk_words: int = CHUNK_WORDS,
     start: int = 0,
-    stop: Optional[threading.Event] = None,
+    should_stop: Optional[Callable[[], bool]] = None,
     bar: Optional[tqdm] = None,
 ) -> EpochResult:
     """One pass over ``stream[start:]`` (word ids, -1 after each sentence) with ``workers``
     threads sharing one chunk cursor. ``words_before`` words of the run were read before (they
-    set where the learning rate starts). Setting ``stop`` ends the pass at the next chunks'
-    boundary; the result's ``position`` is then where to resume."""
+    set where the learning rate starts). Once ``should_stop()`` is true the threads finish their
+    chunks and the pass ends; the result's ``position`` is then where to resume. A
+    KeyboardInterrupt in the calling thread stops the threads the same way before it propagates."""
     from bigvocab.word2vec.kernels import train_chunk
 
-    cursor = _Cursor(stream, start, chunk_words, words_before, stop)
+    cursor = _Cursor(stream, start, chunk_words, words_before)
     errors: list[BaseException] = []
 
     def work(worker: int) -> None:
@@ -227,24 +228,37 @@ def train_epoch(
             errors.append(error)
             cursor.stop.set()  # the other threads end at their chunk's end
 
+    shown = words_before
+
+    def poll() -> None:
+        nonlocal shown
+        if should_stop is not None and should_stop():
+            cursor.stop.set()
+        if bar is not None:
+            bar.update(cursor.read - shown)
+            shown = cursor.read
+
+    poll()
     threads = [threading.Thread(target=work, args=(w,), daemon=True) for w in range(workers)]
     for thread in threads:
         thread.start()
-    shown = words_before
-    for thread in threads:
-        while thread.is_alive():
-            thread.join(0.25)
-            if bar is not None:
-                bar.update(cursor.read - shown)
-                shown = cursor.read
+    try:
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(0.25)
+                poll()
+    except BaseException:
+        cursor.stop.set()  # no thread goes on writing into the model behind the caller
+        for thread in threads:
+            thread.join()
+        raise
     if errors:
         raise errors[0]
-    if bar is not None:
-        bar.update(cursor.read - shown)
+    poll()
     return EpochResult(cursor.read - words_before, cursor.kept, cursor.position)
 
 
-def progress_bar(total_words: int, enabled: bool, desc: str = "word2vec") -> tqdm:
+def progress_bar(total_words: int, enabled: bool, desc: str = "word2vec", initial: int = 0) -> tqdm:
     """A bar counted in words, which shows words/s and the ETA."""
-    return tqdm(total=total_words, unit="word", unit_scale=True, desc=desc, disable=not enabled, file=sys.stderr,
-                dynamic_ncols=True, mininterval=0.5, leave=False)
+    return tqdm(total=total_words, initial=initial, unit="word", unit_scale=True, desc=desc, disable=not enabled,
+                file=sys.stderr, dynamic_ncols=True, mininterval=0.5, leave=False)
