@@ -34,6 +34,7 @@ from tqdm import tqdm
 
 from bigvocab.errors import ConfigError
 from bigvocab.samplers.alias import build_alias_table
+from bigvocab.word2vec.corpus import PassedPages
 
 #: Words per engine call: the learning rate is constant within one (gensim's batch_words).
 CHUNK_WORDS = 10000
@@ -148,28 +149,37 @@ class Schedule:
 
 class _Cursor:
     """The chunks of one epoch, handed out in order, and the words read (and kept) by all threads,
-    under one lock; a thread holds it only to take a chunk or to count one."""
+    under one lock; a thread holds it only to take a chunk or to count one. The pages of a
+    memory-mapped stream below every chunk still in training are given back as the cursor moves
+    (:class:`~bigvocab.word2vec.corpus.PassedPages`)."""
 
     def __init__(self, stream: np.ndarray, position: int, chunk_words: int, words_before: int) -> None:
         self.stream, self.position, self.chunk_words = stream, position, chunk_words
         self.stop = threading.Event()
         self.read = words_before
         self.kept = 0
+        self.pages = PassedPages(stream)
+        self._training: dict[int, int] = {}  # worker -> start of its chunk
         self._lock = threading.Lock()
 
-    def take(self) -> Optional[tuple[int, int]]:
-        """The next chunk (start, end), or None at the end of the stream or once :attr:`stop` is set."""
+    def take(self, worker: int) -> Optional[tuple[int, int]]:
+        """``worker``'s next chunk (start, end), or None at the end of the stream or once
+        :attr:`stop` is set."""
         with self._lock:
             if self.position >= self.stream.shape[0] or self.stop.is_set():
                 return None
             start = self.position
             self.position = chunk_end(self.stream, start + self.chunk_words)
+            self._training[worker] = start
             return start, self.position
 
-    def add(self, read: int, kept: int) -> None:
+    def done(self, worker: int, read: int, kept: int) -> None:
+        """``worker`` has trained its chunk, reading ``read`` words and keeping ``kept``."""
         with self._lock:
             self.read += read
             self.kept += kept
+            del self._training[worker]
+            self.pages.passed(min(self._training.values(), default=self.position))
 
 
 @dataclass
@@ -215,7 +225,7 @@ def train_epoch(
     def work(worker: int) -> None:
         scratch = _Scratch(arrays, _seed(seed, epoch, worker))
         try:
-            while (chunk := cursor.take()) is not None:
+            while (chunk := cursor.take(worker)) is not None:
                 read, kept = train_chunk(
                     stream, chunk[0], chunk[1], arrays.keep_prob, arrays.syn0, arrays.syn1, arrays.sg, arrays.hs,
                     shared, arrays.cbow_mean, arrays.window, shrink, arrays.accept, arrays.alias, arrays.path_offsets,
@@ -223,7 +233,7 @@ def train_epoch(
                     scratch.context, scratch.negatives, scratch.neu1, scratch.work, scratch.rows, scratch.steps,
                     scratch.grads, scratch.dots,
                 )
-                cursor.add(read, kept)
+                cursor.done(worker, read, kept)
         except BaseException as error:  # surfaced in the calling thread
             errors.append(error)
             cursor.stop.set()  # the other threads end at their chunk's end
@@ -255,6 +265,7 @@ def train_epoch(
     if errors:
         raise errors[0]
     poll()
+    cursor.pages.passed(cursor.position, everything=True)
     return EpochResult(cursor.read - words_before, cursor.kept, cursor.position)
 
 
