@@ -13,8 +13,8 @@ without locks; numba's ``nogil`` lets them run at once. The stream is cut into c
 ``chunk_words`` words (at sentence ends) and each thread takes the next chunk from one shared
 cursor when it has finished its last, as gensim's job queue hands out jobs: a thread that is
 slowed (by the other's cache traffic, or another process) simply takes fewer chunks, where a
-fixed range per thread would leave the faster one idle at the end and keep the two threads on
-distant parts of the corpus. The learning rate decays linearly with the words read by all
+fixed range per thread left the faster one idle at the end (skip-gram + neg at 2 threads was
+0.72x gensim's words/s that way; see the README for the figures since). The learning rate decays linearly with the words read by all
 threads together, from ``alpha`` at the first word of the run to ``min_alpha`` at the last
 (word2vec.c, gensim), and is constant within a chunk. One thread takes the chunks in order, so
 its run is reproducible for a seed. ``should_stop`` (polled by the calling thread) ends the epoch

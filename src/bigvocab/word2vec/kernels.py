@@ -9,6 +9,8 @@ The arrays are numpy views of the bigvocab model's tensors (no copies):
 Every update is one SGD step of size ``alpha`` on one example's loss, taken in order, as in
 word2vec.c (Mikolov et al. 2013) and gensim: the output rows move first from the old input
 vector, and the input vector then moves by the error accumulated against the old output rows.
+Within one example all dot products (target and negatives, or every node of the tree path) are
+taken before any row moves (:func:`output_steps`), then each row is read once for both updates.
 With the torch models' losses (``bigvocab.models.word2vec``) that is ``param -= alpha * grad``
 for one example whose output rows are distinct (tests/word2vec/test_kernels.py), up to the
 sigmoid table's 1e-6 and word2vec's skip of saturated outputs (see :func:`step_size`).
