@@ -139,3 +139,19 @@ def test_keyed_vectors_queries(small_corpus):
     assert wv.n_similarity(["w1", "w2"], ["w3"]) == pytest.approx(float(want), rel=1e-5)
     with pytest.raises(KeyError):
         wv["not-a-word"]
+
+
+@pytest.mark.parametrize("hs", [0, 1])
+def test_initial_vectors_are_gensims(small_corpus, hs):
+    """gensim 4 starts the input vectors uniform in [-1, 1) / vector_size and the output rows at
+    zero; ``bigvocab train`` keeps word2vec.c's [-0.5, 0.5) / vector_size."""
+    from bigvocab.models import build_model
+
+    model = _small(small_corpus, train=False, hs=hs, negative=0 if hs else 5)
+    model.build_vocab(small_corpus[0][:300])
+    bound = 1.0 / model.vector_size
+    vectors = np.abs(model.wv.vectors)
+    assert vectors.max() < bound and vectors.max() > 0.9 * bound and vectors.mean() > 0.4 * bound
+    assert not (model.syn1 if hs else model.syn1neg).any()
+    cli_model = build_model("skipgram", 50, "neg", counts=list(range(50, 0, -1)), model_kwargs={"vector_size": 16})
+    assert cli_model.embedding.weight.abs().max() < 0.5 * bound

@@ -27,3 +27,22 @@ def test_speed_and_quality_tables(tmp_path, monkeypatch, small_corpus):
     assert "| sg + neg, HogBatch | 2 |" in table and "| cbow + neg | bigvocab |" in table
     if bench._gensim_available():
         assert all("speedup" in r for r in speed) and "gensim" in quality[0]
+
+
+def test_full_bench_has_the_word2vec_rows(tmp_path, monkeypatch):
+    from bigvocab.bench.config import BenchConfig
+    from bigvocab.bench.runner import run_bench
+
+    assert BenchConfig.full().word2vec and not BenchConfig.quick().word2vec
+    calls = []
+
+    def fake(brown, out, repeats, log):
+        calls.append((brown, out, repeats))
+        return {"speed": [{"combination": "sg + neg"}]}
+
+    monkeypatch.setattr(bench, "run_word2vec_bench", fake)
+    config = BenchConfig.quick(out=tmp_path, skip_speed=True, skip_quality=True, word2vec=True, outputs=["torch-*"],
+                               progress=False, plots=False)
+    results = run_bench(config)
+    assert calls == [(None, tmp_path, 3)] and results["word2vec"]["speed"][0]["combination"] == "sg + neg"
+    assert "word2vec" in results["phase_seconds"]

@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip("numba")
 
 from bigvocab import Word2Vec  # noqa: E402
-from bigvocab.word2vec.engine import worker_ranges  # noqa: E402
+from bigvocab.word2vec.engine import chunk_end  # noqa: E402
 
 COMBINATIONS = [(sg, hs) for sg in (1, 0) for hs in (0, 1)]
 
@@ -58,10 +58,33 @@ def test_hogbatch_learns(small_corpus, same_class_rate):
     assert same_class_rate(model.wv, language) > 0.5
 
 
-def test_worker_ranges_cut_at_sentence_ends():
+def test_chunks_end_at_sentence_ends():
     stream = np.array([1, 2, -1, 3, 4, 5, -1, 6, -1, 7, 8, 9, 10, -1], dtype=np.int32)
-    for workers in (1, 2, 3, 5, 20):
-        ranges = worker_ranges(stream, workers)
-        assert len(ranges) == workers and ranges[0][0] == 0 and ranges[-1][1] == stream.size
-        for (start, end), (next_start, _) in zip(ranges, ranges[1:]):
-            assert end == next_start and (start == end or stream[end - 1] == -1)
+    assert [chunk_end(stream, at) for at in (1, 2, 3, 4, 8, 9, 10, 14, 20)] == [3, 3, 3, 7, 9, 9, 14, 14, 14]
+
+
+def test_a_sentence_longer_than_max_sentence_is_cut_where_the_chunk_reaches():
+    from bigvocab.word2vec.kernels import MAX_SENTENCE
+
+    stream = np.append(np.arange(3 * MAX_SENTENCE, dtype=np.int32), -1)
+    assert chunk_end(stream, 5) == 5 and chunk_end(stream, 2 * MAX_SENTENCE + 5) == stream.size
+
+
+def test_two_threads_share_the_chunks_of_an_epoch():
+    """Every word is read once whatever the threads' speeds, and ``should_stop`` ends the epoch at
+    a chunk boundary from which the rest of the epoch resumes."""
+    from bigvocab.models import build_model
+    from bigvocab.word2vec.engine import Schedule, engine_arrays, train_epoch
+
+    stream = np.tile(np.append(np.arange(10, dtype=np.int32), -1), 2000)
+    words = int((stream >= 0).sum())
+    model = build_model("skipgram", 10, "neg", counts=list(range(20, 10, -1)),
+                        model_kwargs={"vector_size": 8, "sample": 0}, output_kwargs={"num_samples": 3})
+    arrays, schedule = engine_arrays(model), Schedule(0.025, 1e-4, words)
+    full = train_epoch(arrays, stream, schedule=schedule, words_before=0, epoch=0, workers=2, chunk_words=100)
+    assert (full.read, full.position) == (words, stream.size)
+    stopped = train_epoch(arrays, stream, schedule=schedule, words_before=0, epoch=0, workers=2, start=550,
+                          should_stop=lambda: True)
+    assert (stopped.read, stopped.position) == (0, 550)
+    rest = train_epoch(arrays, stream, schedule=schedule, words_before=0, epoch=0, workers=2, chunk_words=100, start=550)
+    assert (rest.read, rest.position) == (words - 500, stream.size)

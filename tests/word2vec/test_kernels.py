@@ -37,6 +37,11 @@ def _fix_negatives(model, negatives: list[int]) -> np.ndarray:
     return np.array(negatives, dtype=np.int64)
 
 
+def _row_scratch() -> tuple[np.ndarray, np.ndarray]:
+    """The kernels' (rows, steps) scratch, longer than any example here needs."""
+    return np.zeros(V, dtype=np.int64), np.zeros(V, dtype=np.float32)
+
+
 def _sgd_step(model, batch) -> tuple[torch.Tensor, torch.Tensor]:
     """(embedding, output weight) after one SGD step of rate ALPHA on ``batch``'s loss."""
     model.zero_grad()
@@ -53,7 +58,7 @@ def test_skipgram_pair_is_one_sgd_step(output):
     want_emb, want_out = _sgd_step(model, {"centre": torch.tensor([source]), "target": torch.tensor([target])})
     a = engine_arrays(model)
     sg_pair(a.syn0, a.syn1, source, target, a.hs, a.path_offsets, a.path_rows, a.path_codes, negatives, ALPHA,
-            np.zeros((1, H), dtype=np.float32))
+            np.zeros((1, H), dtype=np.float32), *_row_scratch())
     assert not torch.equal(want_emb, model.embedding.weight.detach())  # the step moved something
     torch.testing.assert_close(model.embedding.weight.detach(), want_emb, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(model.output.weight.detach(), want_out, rtol=1e-5, atol=1e-6)
@@ -71,7 +76,7 @@ def test_cbow_window_is_one_sgd_step(output, cbow_mean):
     a = engine_arrays(model)
     cbow_window(a.syn0, a.syn1, np.array(context, dtype=np.int32), len(context), target, cbow_mean, a.hs,
                 a.path_offsets, a.path_rows, a.path_codes, negatives, ALPHA, np.zeros((1, H), dtype=np.float32),
-                np.zeros((1, H), dtype=np.float32))
+                np.zeros((1, H), dtype=np.float32), *_row_scratch())
     torch.testing.assert_close(model.embedding.weight.detach(), want_emb, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(model.output.weight.detach(), want_out, rtol=1e-5, atol=1e-6)
 

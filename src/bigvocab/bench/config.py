@@ -89,6 +89,8 @@ class BenchConfig:
     measure_memory: bool = True
     plots: bool = True
     progress: bool = True
+    #: the word2vec engine against gensim (:mod:`bigvocab.bench.word2vec`, ``bench --word2vec``'s rows).
+    word2vec: bool = False
     quality: QualityConfig = field(default_factory=QualityConfig)
 
     @classmethod
@@ -102,8 +104,8 @@ class BenchConfig:
         """The long run, at the sizes of the literature's comparisons: V up to 1M, N = 1024 (a full
         step at V = 1M then takes tens of seconds), three repetitions, test-time timings on up to
         2**28 floats (N' = 268 rows at V = 1M), and quality runs of 120 s of training per layer
-        on V = 10k and 100k (2M-token splits, perplexity on 20k test tokens at 15, 30, 60 and 120 s).
-        About two hours on two quiet CPU cores."""
+        on V = 10k and 100k (2M-token splits, perplexity on 20k test tokens at 15, 30, 60 and 120 s),
+        then the word2vec rows of ``bench --word2vec``. About two hours on two quiet CPU cores."""
         quality = QualityConfig(
             small_vocab=10_000,
             large_vocab=100_000,
@@ -123,6 +125,7 @@ class BenchConfig:
             op_budget_seconds=60.0,
             max_eval_elements=1 << 28,
             quality=quality,
+            word2vec=True,
         )
         settings.update(overrides)
         return cls(**settings)

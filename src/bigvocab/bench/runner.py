@@ -73,7 +73,8 @@ def run_bench(config: BenchConfig, *, stream: Optional[TextIO] = None) -> dict:
 
     Returns the results: ``config``, ``machine``, ``approaches`` (row labels in order),
     ``matmul``, ``bandwidth``, ``speed`` and ``quality`` rows, ``summary`` (the comparison table),
-    ``recommendation`` (:func:`~bigvocab.bench.recommend.recommend`), ``notes``,
+    ``recommendation`` (:func:`~bigvocab.bench.recommend.recommend`), ``word2vec`` (with
+    ``config.word2vec``, :func:`~bigvocab.bench.word2vec.run_word2vec_bench`), ``notes``,
     ``phase_seconds``, ``files`` and ``wall_seconds``. Lines of the terminal table go to ``stream`` (None: silent).
     """
     started = time.perf_counter()
@@ -103,6 +104,10 @@ def run_bench(config: BenchConfig, *, stream: Optional[TextIO] = None) -> dict:
                 task, candidates, config, lambda r: printer.row(formatting.quality_line(r))
             )
             phases[f"quality {task.name}"] = time.perf_counter() - start
+        if config.word2vec:
+            start = time.perf_counter()
+            results["word2vec"] = _word2vec_phase(config, printer)
+            phases["word2vec"] = time.perf_counter() - start
     finally:
         printer.close()
     results["summary"] = summarise(results)
@@ -146,6 +151,14 @@ def _speed_phase(config: BenchConfig, device: torch.device, candidates, results:
     add_roofline_fractions(results["speed"], {"best_gflops": matmul["best_gflops"], **bandwidth})
     printer.line(f"best dense matmul rate of the run: {matmul['best_gflops']:.1f} GFLOP/s")
     printer.line("best " + _bandwidth_line(bandwidth))
+
+
+def _word2vec_phase(config: BenchConfig, printer: _Printer) -> dict:
+    """``bench --word2vec``'s rows (its own files, word2vec.json and word2vec.md, under ``out``)."""
+    from bigvocab.bench.word2vec import run_word2vec_bench  # numba and gensim load only when asked for
+
+    printer.line("\nword2vec: the engine against gensim")
+    return run_word2vec_bench(config.brown, config.out, config.repeats, log=printer.line)
 
 
 def _bandwidth_line(bandwidth: dict) -> str:

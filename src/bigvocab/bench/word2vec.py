@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Optional, TextIO
+from typing import Any, Callable, Optional
 
 import torch
 
@@ -179,13 +178,14 @@ def markdown(speed: list[dict], quality: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_word2vec_bench(brown: Optional[Path], out: Path, repeats: int = 3, stream: Optional[TextIO] = None) -> dict:
-    """Run both parts, write ``word2vec.json`` and ``word2vec.md`` under ``out``, return the results."""
-    stream = stream or sys.stdout
+def _print(text: str) -> None:
+    print(text, flush=True)
 
-    def log(text: str) -> None:
-        print(text, file=stream, flush=True)
 
+def run_word2vec_bench(brown: Optional[Path], out: Optional[Path], repeats: int = 3,
+                       log: Callable[[str], None] = _print) -> dict:
+    """Run both parts, write ``word2vec.json`` and ``word2vec.md`` under ``out`` (if given), return
+    the results; lines go to ``log``."""
     torch.set_num_threads(1)
     sentences = brown_sentences(brown) if brown is not None else synthetic_sentences()
     log(f"corpus: {'brown:' + str(brown) if brown else 'synthetic'}, {len(sentences):,} sentences, "
@@ -196,9 +196,10 @@ def run_word2vec_bench(brown: Optional[Path], out: Path, repeats: int = 3, strea
     quality = quality_table(sentences, eval_dir, log=log) if eval_dir is not None and eval_dir.is_dir() else []
     results = {"corpus": str(brown) if brown else "synthetic", "speed": speed, "quality": quality,
                "wall_seconds": time.perf_counter() - started}
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "word2vec.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    (out / "word2vec.md").write_text(markdown(speed, quality), encoding="utf-8")
     log(markdown(speed, quality))
-    log(f"wrote {out / 'word2vec.json'} and {out / 'word2vec.md'}")
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "word2vec.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        (out / "word2vec.md").write_text(markdown(speed, quality), encoding="utf-8")
+        log(f"wrote {out / 'word2vec.json'} and {out / 'word2vec.md'}")
     return results

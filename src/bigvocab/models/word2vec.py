@@ -78,6 +78,8 @@ WORD2VEC_DEFAULTS = {"output": "neg", "lr": 0.025, "lr_schedule": "linear", "min
                      "epochs": 5, "min_count": 5, "patience": 0}
 #: ... and a hierarchical softmax like word2vec's: node vectors (syn1) from zero, no bias.
 WORD2VEC_OUTPUT_DEFAULTS = {"hsm": {"bias": False, "zero_init": True}}
+#: ``init`` -> half-width of the input vectors' uniform initial range, times vector_size.
+INIT_RANGES = {"word2vec": 0.5, "gensim": 1.0}
 
 
 @dataclass
@@ -95,9 +97,15 @@ class SkipGramConfig:
     #: word2vec's update rule: a step of lr per example, CBOW's error copied to each context word
     #: (see the module docstring); False: the true gradient of the mean loss.
     word2vec_updates: bool = True
+    #: the input vectors' initial range: "word2vec" (word2vec.c, uniform in [-0.5, 0.5) / vector_size)
+    #: or "gensim" (gensim 4, uniform in [-1, 1) / vector_size); small either way, so that the
+    #: first dot products are near 0 and the zero output rows move first.
+    init: str = "word2vec"
 
     def __post_init__(self) -> None:
         check_positive_int("vector_size", self.vector_size)
+        if self.init not in INIT_RANGES:
+            raise ConfigError(f"init must be one of {', '.join(INIT_RANGES)}, got {self.init!r}")
         check_positive_int("window", self.window)
         if isinstance(self.sample, bool) or not isinstance(self.sample, (int, float)) or not 0 <= self.sample < 1:
             raise ConfigError(f"sample must lie in [0, 1), got {self.sample!r}")
@@ -135,8 +143,8 @@ class Word2Vec(LanguageModel):
         super().__init__(vocab_size, output, **options)
         config = self.config
         self.embedding = nn.Embedding(vocab_size, config.vector_size, sparse=config.sparse)
-        # word2vec.c: uniform in [-0.5, 0.5) / vector_size, so initial dot products are tiny.
-        nn.init.uniform_(self.embedding.weight, -0.5 / config.vector_size, 0.5 / config.vector_size)
+        bound = INIT_RANGES[config.init] / config.vector_size
+        nn.init.uniform_(self.embedding.weight, -bound, bound)
         keep = None
         if config.sample > 0:
             if counts is None:

@@ -7,10 +7,12 @@ and gensim), so a window reaches over them; with ``unk`` set they become that to
 * ``sentences``: any re-iterable of lists of str; the stream is kept in memory (4 bytes a word).
 * ``corpus_file``: a text file, one sentence a line, words separated by whitespace (gensim's
   ``LineSentence``); both passes read it line by line and the stream is written to a file that
-  is memory-mapped, so a corpus larger than memory streams from disk.
+  is memory-mapped, so a corpus larger than memory streams from disk; the engine gives back the
+  pages it has passed (:class:`PassedPages`), so resident memory stays flat as it reads.
 """
 from __future__ import annotations
 
+import mmap
 import os
 import types
 from collections import Counter
@@ -25,6 +27,8 @@ from bigvocab.errors import ConfigError, DataError
 PathLike = Union[str, os.PathLike]
 #: Words encoded per write to a stream file.
 _BLOCK = 1 << 20
+#: Bytes of a memory-mapped stream read before its pages are given back at once (one madvise call).
+RELEASE_BYTES = 16 << 20
 
 
 @dataclass
@@ -166,3 +170,28 @@ def encode_to_file(
     if written == 0:
         return np.zeros(0, dtype=np.int32), 0
     return np.memmap(path, dtype=np.int32, mode="r", shape=(written,)), written - sentences_read
+
+
+class PassedPages:
+    """Gives the OS back the pages of a memory-mapped stream (:func:`encode_to_file`) below a word
+    position once ``RELEASE_BYTES`` have been passed (``madvise(MADV_DONTNEED)``): without it every
+    page read stays resident until the epoch ends, so a corpus larger than memory would fill it.
+    The file is untouched (a page read again comes back from it), so releasing is always safe.
+    Any other array (in memory, or a platform without madvise) is left alone."""
+
+    def __init__(self, stream: np.ndarray) -> None:
+        base = getattr(stream, "base", None)
+        whole_map = isinstance(base, mmap.mmap) and len(base) == stream.nbytes and stream.nbytes > 0
+        self._map = base if whole_map and hasattr(mmap, "MADV_DONTNEED") else None
+        self._itemsize = stream.itemsize
+        self._released = 0  # bytes
+
+    def passed(self, position: int, everything: bool = False) -> None:
+        """Words before ``position`` will not be read again (in this pass); ``everything``:
+        release them now, whatever their size."""
+        if self._map is None:
+            return
+        end = position * self._itemsize // mmap.PAGESIZE * mmap.PAGESIZE
+        if end - self._released >= RELEASE_BYTES or (everything and end > self._released):
+            self._map.madvise(mmap.MADV_DONTNEED, self._released, end - self._released)
+            self._released = end

@@ -8,18 +8,25 @@ that declare an ``engine_kind`` (:mod:`bigvocab.outputs.engine`): negative sampl
 without bias and any fixed noise distribution, and a hierarchical softmax over a binary tree
 without bias; any other layer trains on the torch path.
 
-Threads (Recht, Re, Wright & Niu 2011, "Hogwild!"): ``workers`` threads each train their own
-contiguous range of sentences, without locks; numba's ``nogil`` lets them run at once. The
-learning rate decays linearly with the words read by all threads together, from ``alpha`` at
-the first word of the run to ``min_alpha`` at the last (word2vec.c, gensim), and is updated every
-``chunk_words`` words.
+Threads (Recht, Re, Wright & Niu 2011, "Hogwild!"): ``workers`` threads update the shared rows
+without locks; numba's ``nogil`` lets them run at once. The stream is cut into chunks of about
+``chunk_words`` words (at sentence ends) and each thread takes the next chunk from one shared
+cursor when it has finished its last, as gensim's job queue hands out jobs: a thread that is
+slowed (by the other's cache traffic, or another process) simply takes fewer chunks, where a
+fixed range per thread left the faster one idle at the end (skip-gram + neg at 2 threads was
+0.72x gensim's words/s that way; see the README for the figures since). The learning rate decays linearly with the words read by all
+threads together, from ``alpha`` at the first word of the run to ``min_alpha`` at the last
+(word2vec.c, gensim), and is constant within a chunk. One thread takes the chunks in order, so
+its run is reproducible for a seed. ``should_stop`` (polled by the calling thread) ends the epoch
+once the chunks under way are done, with every chunk before the cursor trained, so the epoch
+resumes from the cursor (a signal stops a run within a chunk, not at the epoch's end).
 """
 from __future__ import annotations
 
 import sys
 import threading
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 import torch
@@ -27,6 +34,7 @@ from tqdm import tqdm
 
 from bigvocab.errors import ConfigError
 from bigvocab.samplers.alias import build_alias_table
+from bigvocab.word2vec.corpus import PassedPages
 
 #: Words per engine call: the learning rate is constant within one (gensim's batch_words).
 CHUNK_WORDS = 10000
@@ -92,21 +100,17 @@ def engine_arrays(model) -> EngineArrays:
     )
 
 
-def worker_ranges(stream: np.ndarray, workers: int) -> list[tuple[int, int]]:
-    """``workers`` contiguous ranges of ``stream`` of about equal length, cut after a sentence end
-    (-1) so that no sentence is split; a range may be empty."""
+def chunk_end(stream: np.ndarray, at: int) -> int:
+    """Where a chunk that reaches position ``at`` ends: just after the first sentence end (-1)
+    at or after ``at - 1``, or at ``at`` itself when none comes within MAX_SENTENCE words (the
+    kernel cuts a longer sentence into pieces anyway). Reads one block, so a memmap stays cheap."""
+    from bigvocab.word2vec.kernels import MAX_SENTENCE  # numba loads on first use, not on import
+
     size = stream.shape[0]
-    cuts = [0]
-    for w in range(1, workers):
-        at = max(cuts[-1], size * w // workers)
-        while at < size and at > 0 and stream[at - 1] >= 0:
-            # look ahead for the next sentence end in blocks (the stream may be a memmap)
-            block = np.asarray(stream[at : at + 65536])
-            ends = np.flatnonzero(block < 0)
-            at = at + int(ends[0]) + 1 if ends.size else min(size, at + block.shape[0])
-        cuts.append(min(at, size))
-    cuts.append(size)
-    return list(zip(cuts[:-1], cuts[1:]))
+    if at >= size:
+        return size
+    ends = np.flatnonzero(np.asarray(stream[at - 1 : at - 1 + MAX_SENTENCE]) < 0)
+    return at + int(ends[0]) if ends.size else at
 
 
 class _Scratch:
@@ -117,6 +121,9 @@ class _Scratch:
 
         size = arrays.syn0.shape[1]
         span = 2 * arrays.window
+        path = int(np.diff(arrays.path_offsets).max(initial=0)) if arrays.hs else 0
+        self.rows = np.empty(max(arrays.negative + 1, path), dtype=np.int64)
+        self.steps = np.empty(max(arrays.negative + 1, path), dtype=np.float32)
         self.sentence = np.empty(MAX_SENTENCE, dtype=np.int32)
         self.context = np.empty(span, dtype=np.int32)
         self.negatives = np.empty(arrays.negative, dtype=np.int64)
@@ -140,18 +147,49 @@ class Schedule:
         return self.alpha - (self.alpha - self.min_alpha) * progress
 
 
-class _Counter:
-    """Words read (and kept) by all threads, under a lock: threads add a chunk's counts at a time."""
+class _Cursor:
+    """The chunks of one epoch, handed out in order, and the words read (and kept) by all threads,
+    under one lock; a thread holds it only to take a chunk or to count one. The pages of a
+    memory-mapped stream below every chunk still in training are given back as the cursor moves
+    (:class:`~bigvocab.word2vec.corpus.PassedPages`)."""
 
-    def __init__(self, start: int) -> None:
-        self.value = start
+    def __init__(self, stream: np.ndarray, position: int, chunk_words: int, words_before: int) -> None:
+        self.stream, self.position, self.chunk_words = stream, position, chunk_words
+        self.stop = threading.Event()
+        self.read = words_before
         self.kept = 0
+        self.pages = PassedPages(stream)
+        self._training: dict[int, int] = {}  # worker -> start of its chunk
         self._lock = threading.Lock()
 
-    def add(self, read: int, kept: int) -> None:
+    def take(self, worker: int) -> Optional[tuple[int, int]]:
+        """``worker``'s next chunk (start, end), or None at the end of the stream or once
+        :attr:`stop` is set."""
         with self._lock:
-            self.value += read
+            if self.position >= self.stream.shape[0] or self.stop.is_set():
+                return None
+            start = self.position
+            self.position = chunk_end(self.stream, start + self.chunk_words)
+            self._training[worker] = start
+            return start, self.position
+
+    def done(self, worker: int, read: int, kept: int) -> None:
+        """``worker`` has trained its chunk, reading ``read`` words and keeping ``kept``."""
+        with self._lock:
+            self.read += read
             self.kept += kept
+            del self._training[worker]
+            self.pages.passed(min(self._training.values(), default=self.position))
+
+
+@dataclass
+class EpochResult:
+    """What :func:`train_epoch` did: words read and kept, and the cursor where it stopped (the
+    stream's length when the epoch is complete)."""
+
+    read: int
+    kept: int
+    position: int
 
 
 def _seed(seed: int, epoch: int, worker: int) -> int:
@@ -170,51 +208,68 @@ def train_epoch(
     shrink: bool = True,
     shared: bool = False,
     chunk_words: int = CHUNK_WORDS,
+    start: int = 0,
+    should_stop: Optional[Callable[[], bool]] = None,
     bar: Optional[tqdm] = None,
-) -> tuple[int, int]:
-    """One pass over ``stream`` (word ids, -1 after each sentence) with ``workers`` threads;
-    returns the words (read, kept by the subsampling). ``words_before`` words of the run were read by earlier epochs (they
-    set where the learning rate starts)."""
+) -> EpochResult:
+    """One pass over ``stream[start:]`` (word ids, -1 after each sentence) with ``workers``
+    threads sharing one chunk cursor. ``words_before`` words of the run were read before (they
+    set where the learning rate starts). Once ``should_stop()`` is true the threads finish their
+    chunks and the pass ends; the result's ``position`` is then where to resume. A
+    KeyboardInterrupt in the calling thread stops the threads the same way before it propagates."""
     from bigvocab.word2vec.kernels import train_chunk
 
-    counter = _Counter(words_before)
+    cursor = _Cursor(stream, start, chunk_words, words_before)
     errors: list[BaseException] = []
 
-    def work(worker: int, start: int, end: int) -> None:
+    def work(worker: int) -> None:
         scratch = _Scratch(arrays, _seed(seed, epoch, worker))
-        pos = start
         try:
-            while pos < end:
-                alpha = schedule.at(counter.value)
-                pos, read, kept = train_chunk(
-                    stream, pos, end, chunk_words, arrays.keep_prob, arrays.syn0, arrays.syn1, arrays.sg,
-                    arrays.hs, shared, arrays.cbow_mean, arrays.window, shrink, arrays.accept, arrays.alias,
-                    arrays.path_offsets, arrays.path_rows, arrays.path_codes, alpha, scratch.rng, scratch.sentence,
-                    scratch.context, scratch.negatives, scratch.neu1, scratch.work, scratch.grads, scratch.dots,
+            while (chunk := cursor.take(worker)) is not None:
+                read, kept = train_chunk(
+                    stream, chunk[0], chunk[1], arrays.keep_prob, arrays.syn0, arrays.syn1, arrays.sg, arrays.hs,
+                    shared, arrays.cbow_mean, arrays.window, shrink, arrays.accept, arrays.alias, arrays.path_offsets,
+                    arrays.path_rows, arrays.path_codes, schedule.at(cursor.read), scratch.rng, scratch.sentence,
+                    scratch.context, scratch.negatives, scratch.neu1, scratch.work, scratch.rows, scratch.steps,
+                    scratch.grads, scratch.dots,
                 )
-                counter.add(read, kept)
+                cursor.done(worker, read, kept)
         except BaseException as error:  # surfaced in the calling thread
             errors.append(error)
+            cursor.stop.set()  # the other threads end at their chunk's end
 
-    threads = [threading.Thread(target=work, args=(w, *r), daemon=True)
-               for w, r in enumerate(worker_ranges(stream, workers))]
+    shown = words_before
+
+    def poll() -> None:
+        nonlocal shown
+        if should_stop is not None and should_stop():
+            cursor.stop.set()
+        if bar is not None:
+            bar.update(cursor.read - shown)
+            shown = cursor.read
+
+    poll()
+    threads = [threading.Thread(target=work, args=(w,), daemon=True) for w in range(workers)]
     for thread in threads:
         thread.start()
-    shown = words_before
-    for thread in threads:
-        while thread.is_alive():
-            thread.join(0.25)
-            if bar is not None:
-                bar.update(counter.value - shown)
-                shown = counter.value
+    try:
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(0.25)
+                poll()
+    except BaseException:
+        cursor.stop.set()  # no thread goes on writing into the model behind the caller
+        for thread in threads:
+            thread.join()
+        raise
     if errors:
         raise errors[0]
-    if bar is not None:
-        bar.update(counter.value - shown)
-    return counter.value - words_before, counter.kept
+    poll()
+    cursor.pages.passed(cursor.position, everything=True)
+    return EpochResult(cursor.read - words_before, cursor.kept, cursor.position)
 
 
-def progress_bar(total_words: int, enabled: bool, desc: str = "word2vec") -> tqdm:
+def progress_bar(total_words: int, enabled: bool, desc: str = "word2vec", initial: int = 0) -> tqdm:
     """A bar counted in words, which shows words/s and the ETA."""
-    return tqdm(total=total_words, unit="word", unit_scale=True, desc=desc, disable=not enabled, file=sys.stderr,
-                dynamic_ncols=True, mininterval=0.5, leave=False)
+    return tqdm(total=total_words, initial=initial, unit="word", unit_scale=True, desc=desc, disable=not enabled,
+                file=sys.stderr, dynamic_ncols=True, mininterval=0.5, leave=False)

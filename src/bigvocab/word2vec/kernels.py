@@ -9,6 +9,8 @@ The arrays are numpy views of the bigvocab model's tensors (no copies):
 Every update is one SGD step of size ``alpha`` on one example's loss, taken in order, as in
 word2vec.c (Mikolov et al. 2013) and gensim: the output rows move first from the old input
 vector, and the input vector then moves by the error accumulated against the old output rows.
+Within one example all dot products (target and negatives, or every node of the tree path) are
+taken before any row moves (:func:`output_steps`), then each row is read once for both updates.
 With the torch models' losses (``bigvocab.models.word2vec``) that is ``param -= alpha * grad``
 for one example whose output rows are distinct (tests/word2vec/test_kernels.py), up to the
 sigmoid table's 1e-6 and word2vec's skip of saturated outputs (see :func:`step_size`).
@@ -108,28 +110,46 @@ def step_size(f: float, label: float, alpha: float, hs: bool) -> float:
 
 
 @njit(nogil=True, cache=True, fastmath=FAST, inline="always")
-def output_step(l1, li, syn1, row, label, alpha, work, hs) -> None:
-    """One output row's SGD step for the input ``l1[li]``: ``work[0]`` gathers the input-side
-    error, the row moves."""
-    g = step_size(dot(l1, li, syn1, row), label, alpha, hs)
-    if g != 0.0:
-        axpy(g, syn1, row, work, 0)
-        axpy(g, l1, li, syn1, row)
+def update_rows(l1, li, syn1, rows, steps, n, work) -> None:
+    """For j < n: ``work[0] += steps[j] syn1[rows[j]]`` with the row's old value, then
+    ``syn1[rows[j]] += steps[j] l1[li]`` -- one pass over each row, which is read once for both."""
+    for j in range(n):
+        g = np.float32(steps[j])
+        if g == 0.0:
+            continue
+        row = rows[j]
+        for k in range(syn1.shape[1]):
+            old = syn1[row, k]
+            work[0, k] += g * old
+            syn1[row, k] = old + g * l1[li, k]
 
 
 @njit(nogil=True, cache=True, fastmath=FAST, inline="always")
-def output_steps(l1, li, syn1, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work) -> None:
-    """The output side of one example; ``work`` (1, H) must start at zero. Negative sampling:
-    the target (label 1), then the negatives (label 0; one equal to the target is skipped).
-    Hierarchical softmax: every decision on the target's tree path, root first."""
+def output_steps(l1, li, syn1, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work, rows,
+                 steps) -> None:
+    """The output side of one example; ``work`` (1, H) must start at zero, ``rows``/``steps`` are
+    scratch of at least k + 1 and the longest tree path.
+
+    All the example's dot products are taken first, then the rows move (:func:`update_rows`): the
+    dot products do not wait for each other's updates, and each row is read once more, not twice.
+    Negative sampling: the target (label 1), then the negatives (label 0; one equal to the target
+    is skipped). Hierarchical softmax: every decision on the target's tree path, root first."""
+    n = 0
     if hs:
         for d in range(path_offsets[target], path_offsets[target + 1]):
-            output_step(l1, li, syn1, path_rows[d], float(path_codes[d]), alpha, work, True)
+            rows[n] = path_rows[d]
+            steps[n] = step_size(dot(l1, li, syn1, path_rows[d]), float(path_codes[d]), alpha, True)
+            n += 1
     else:
-        output_step(l1, li, syn1, target, 1.0, alpha, work, False)
+        rows[0] = target
+        steps[0] = step_size(dot(l1, li, syn1, target), 1.0, alpha, False)
+        n = 1
         for j in range(negatives.shape[0]):
             if negatives[j] != target:
-                output_step(l1, li, syn1, negatives[j], 0.0, alpha, work, False)
+                rows[n] = negatives[j]
+                steps[n] = step_size(dot(l1, li, syn1, negatives[j]), 0.0, alpha, False)
+                n += 1
+    update_rows(l1, li, syn1, rows, steps, n, work)
 
 
 @njit(nogil=True, cache=True, fastmath=FAST, inline="always")
@@ -139,24 +159,27 @@ def draw_negatives(accept, alias, rng, out) -> None:
 
 
 @njit(nogil=True, cache=True, fastmath=FAST, inline="always")
-def sg_pair(syn0, syn1, source, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work) -> None:
-    """Skip-gram on one pair: ``syn0[source]`` predicts ``target``; ``work`` is (1, H) scratch."""
+def sg_pair(syn0, syn1, source, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work, rows,
+            steps) -> None:
+    """Skip-gram on one pair: ``syn0[source]`` predicts ``target``; ``work`` is (1, H) scratch,
+    ``rows``/``steps`` as in :func:`output_steps`."""
     for k in range(work.shape[1]):
         work[0, k] = 0.0
-    output_steps(syn0, source, syn1, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work)
+    output_steps(syn0, source, syn1, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work, rows,
+                 steps)
     axpy(1.0, work, 0, syn0, source)
 
 
 @njit(nogil=True, cache=True, fastmath=FAST, inline="always")
 def cbow_window(
     syn0, syn1, context, count, target, cbow_mean, hs, path_offsets, path_rows, path_codes, negatives, alpha,
-    neu1, work,
+    neu1, work, rows, steps,
 ) -> None:
     """CBOW on one window: the mean (or sum) of ``syn0[context[:count]]`` predicts ``target``.
 
     Every context word receives the whole error of the mean (gensim's ``cbow_mean=1``) or
     1/count of the error of the sum (``cbow_mean=0``), as word2vec.c and gensim do. ``neu1``
-    and ``work`` are (1, H) scratch.
+    and ``work`` are (1, H) scratch, ``rows``/``steps`` as in :func:`output_steps`.
     """
     neu1[0, :] = 0.0
     for c in range(count):
@@ -166,7 +189,7 @@ def cbow_window(
         for k in range(neu1.shape[1]):
             neu1[0, k] *= scale
     work[0, :] = 0.0
-    output_steps(neu1, 0, syn1, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work)
+    output_steps(neu1, 0, syn1, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work, rows, steps)
     share = 1.0 if cbow_mean else scale
     for c in range(count):
         axpy(share, work, 0, syn0, context[c])
@@ -208,7 +231,7 @@ MAX_SENTENCE = 10000
 @njit(nogil=True, cache=True, fastmath=FAST)
 def train_sentence(
     syn0, syn1, sentence, n, sg, hs, shared, cbow_mean, window, shrink, accept, alias, path_offsets, path_rows,
-    path_codes, alpha, rng, context, negatives, neu1, work, grads, dots,
+    path_codes, alpha, rng, context, negatives, neu1, work, rows, steps, grads, dots,
 ) -> None:
     """Every centre of ``sentence[:n]`` in order, with word2vec's reduced window: a radius drawn
     uniformly in 1..window (``shrink``) or always ``window``; windows stop at the sentence ends.
@@ -233,28 +256,29 @@ def train_sentence(
             for c in range(count):
                 if not hs:
                     draw_negatives(accept, alias, rng, negatives)
-                sg_pair(syn0, syn1, context[c], centre, hs, path_offsets, path_rows, path_codes, negatives, alpha, work)
+                sg_pair(syn0, syn1, context[c], centre, hs, path_offsets, path_rows, path_codes, negatives, alpha, work,
+                        rows, steps)
         else:
             if not hs:
                 draw_negatives(accept, alias, rng, negatives)
             cbow_window(syn0, syn1, context, count, centre, cbow_mean, hs, path_offsets, path_rows, path_codes,
-                        negatives, alpha, neu1, work)
+                        negatives, alpha, neu1, work, rows, steps)
 
 
 @njit(nogil=True, cache=True, fastmath=FAST)
 def train_chunk(
-    stream, start, end, min_words, keep_prob, syn0, syn1, sg, hs, shared, cbow_mean, window, shrink, accept, alias,
-    path_offsets, path_rows, path_codes, alpha, rng, sentence, context, negatives, neu1, work, grads, dots,
+    stream, start, end, keep_prob, syn0, syn1, sg, hs, shared, cbow_mean, window, shrink, accept, alias,
+    path_offsets, path_rows, path_codes, alpha, rng, sentence, context, negatives, neu1, work, rows, steps, grads,
+    dots,
 ):
-    """Train on the sentences of ``stream`` from ``start``, stopping at the first sentence end
-    after ``min_words`` words (or at ``end``). ``stream`` holds word ids with -1 after each
-    sentence. Frequent words are dropped first, each with probability 1 - ``keep_prob[w]``
-    (Mikolov et al. 2013), so windows reach over them. Returns (next position, words read,
-    words kept by the subsampling)."""
+    """Train on the sentences of ``stream[start:end]`` (word ids, -1 after each sentence; a
+    sentence cut by ``end`` or longer than MAX_SENTENCE is trained as pieces). Frequent words are
+    dropped first, each with probability 1 - ``keep_prob[w]`` (Mikolov et al. 2013), so windows
+    reach over them. Returns (words read, words kept by the subsampling)."""
     pos = start
     read = 0
     kept = 0
-    while pos < end and read < min_words:
+    while pos < end:
         n = 0
         length = 0
         while pos < end and stream[pos] >= 0 and length < MAX_SENTENCE:
@@ -269,5 +293,6 @@ def train_chunk(
         read += length
         kept += n
         train_sentence(syn0, syn1, sentence, n, sg, hs, shared, cbow_mean, window, shrink, accept, alias,
-                       path_offsets, path_rows, path_codes, alpha, rng, context, negatives, neu1, work, grads, dots)
-    return pos, read, kept
+                       path_offsets, path_rows, path_codes, alpha, rng, context, negatives, neu1, work, rows, steps,
+                       grads, dots)
+    return read, kept

@@ -2,8 +2,8 @@
 
 :func:`bigvocab.train.experiment.new_run` (and so ``bigvocab train --model skipgram|cbow``) uses it
 when the engine applies (see :func:`engine_applies` and :func:`trainer_class`), so a run keeps everything the trainer gives: ``last.pt`` after every
-epoch, ``metrics.jsonl``, validation perplexity, resume from an epoch boundary, export. An epoch
-is one trainer step; the learning rate decays linearly with the words read, from ``lr`` to
+epoch and on SIGINT/SIGTERM (mid-epoch, ``step_in_epoch`` then being the position in the word
+stream), ``metrics.jsonl``, validation perplexity, resume, export. An epoch is one trainer step; the learning rate decays linearly with the words read, from ``lr`` to
 ``min_lr`` over all epochs (word2vec's schedule). Sentences end at the ``</s>`` token when the
 vocabulary has one (windows stop there, and ``</s>`` is not trained as a word); other tokens,
 ``<unk>`` included, are words as on the torch path.
@@ -55,20 +55,28 @@ class EngineTrainer(Trainer):
         return stream, int((stream >= 0).sum())
 
     def _train_epoch(self) -> bool:
+        """The epoch, or its rest from the stream position ``step_in_epoch`` that a signal's save
+        recorded. SIGINT/SIGTERM stop the threads after their chunks (about 10k words) and save
+        ``last.pt`` there through the trainer's atomic checkpoint."""
         config = self.config
         stream, words = self._stream()
         schedule = Schedule(config.lr, config.min_lr, words * config.epochs)
         self.schedule.at_step(self.step)  # the lr logged for the epoch: the one it starts with
         self.model.train()
         started = time.perf_counter()
-        with progress_bar(words, config.progress, desc=f"epoch {self.epoch + 1}/{config.epochs}") as bar:
-            read, _ = train_epoch(engine_arrays(self.model), stream, schedule=schedule, words_before=self.epoch * words,
-                                  epoch=self.epoch, workers=self.workers, seed=config.seed, bar=bar)
-        self._tokens_per_s = read / max(time.perf_counter() - started, 1e-9)
+        with progress_bar(words, config.progress, desc=f"epoch {self.epoch + 1}/{config.epochs}",
+                          initial=self.tokens - self.epoch * words) as bar:
+            done = train_epoch(engine_arrays(self.model), stream, schedule=schedule, words_before=self.tokens,
+                               epoch=self.epoch, workers=self.workers, seed=config.seed, start=self.step_in_epoch,
+                               should_stop=lambda: self._stop_signal is not None, bar=bar)
+        self._tokens_per_s = done.read / max(time.perf_counter() - started, 1e-9)
+        self.tokens += done.read
+        self.step_in_epoch = done.position
+        if done.position < stream.shape[0]:  # stopped by a signal part-way
+            self._save("last.pt")
+            self._stop_if_signalled(self._agreed_signal())
         loss, targets = self._sampled_loss()
         self.step += 1
-        self.step_in_epoch = 1
-        self.tokens += read
         self.epoch_loss_sum, self.epoch_targets = loss * targets, targets
         return True
 
