@@ -17,7 +17,7 @@ import bigvocab
 from bigvocab.distributed import gather_state_dict, shard_state_dict, vocab_parallel
 from bigvocab.distributed.rows import RowSharded
 
-from distributed_checks import H, N, raised, relative_error, train
+from distributed_checks import H, N, all_checks, raised, relative_error, train
 
 #: (check name, registered layer, V, options). V = 40 gives the trees a replicated top and
 #: subtrees on every rank for P = 2 and 3; adaptive's clusters (4 and 5 rows at V = 13, 3 cut
@@ -166,3 +166,9 @@ def structured_checks(group: Any) -> dict[str, Any]:
         lambda: vocab_parallel(vocab_parallel(build("hsm", 40, {}, torch.float64), group), group)
     )
     return results
+
+
+def vocab_parallel_checks(group: Any) -> dict[str, Any]:
+    """Every vocabulary-parallel check, the linear-row layers' and the structured ones, in one spawn
+    (starting P processes costs seconds of CPU; the two sets of keys are disjoint)."""
+    return {**all_checks(group), **structured_checks(group)}

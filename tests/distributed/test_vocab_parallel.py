@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import torch.distributed as dist
 
-from distributed_checks import OBJECTIVES, H, V, all_checks
+from distributed_checks import OBJECTIVES, H, V
 from distributed_harness import ranks_once
+from structured_checks import vocab_parallel_checks
 
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo")
 
@@ -19,7 +20,7 @@ BOUNDS = {2: [0, 7, 13], 3: [0, 5, 9, 13]}
 @pytest.fixture(params=WORLD_SIZES, ids=lambda p: f"P{p}")
 def ranks(request, tmp_path_factory) -> list[dict]:
     """Every rank's check results for P processes."""
-    return ranks_once(request.param, all_checks, tmp_path_factory)
+    return ranks_once(request.param, vocab_parallel_checks, tmp_path_factory)
 
 
 def values(ranks: list[dict], key: str) -> list:

@@ -6,7 +6,7 @@ import pytest
 import torch.distributed as dist
 
 from distributed_harness import ranks_once
-from structured_checks import F32_CHECKS, STRUCTURED, structured_checks
+from structured_checks import F32_CHECKS, STRUCTURED, vocab_parallel_checks
 
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo")
 
@@ -16,7 +16,7 @@ TOLERANCE = {"f64": 1e-10, "f32": 1e-5}
 @pytest.fixture(params=(2, 3), ids=lambda p: f"P{p}")
 def ranks(request, tmp_path_factory) -> list[dict]:
     """Every rank's check results for P processes."""
-    return ranks_once(request.param, structured_checks, tmp_path_factory)
+    return ranks_once(request.param, vocab_parallel_checks, tmp_path_factory)
 
 
 @pytest.mark.parametrize(
