@@ -39,7 +39,15 @@ def build(registry: Registry, name: str, args: tuple, side: Mapping[str, Any], k
 
 
 def create_output(
-    name: str, in_features: int, num_classes: int, *, counts=None, words=None, vectors=None, **kwargs: Any
+    name: str,
+    in_features: int,
+    num_classes: int,
+    *,
+    counts=None,
+    words=None,
+    vectors=None,
+    vocab_parallel: Any = None,
+    **kwargs: Any,
 ):
     """Build the registered output layer ``name`` (see :func:`list_outputs`).
 
@@ -51,13 +59,24 @@ def create_output(
             trees, unigram samplers, frequency bands).
         words: the V vocabulary strings (the ``cnn`` scorer spells them).
         vectors: (V, D) word vectors (hsm's ``clustered`` tree).
+        vocab_parallel: a ``torch.distributed`` process group (or ``True`` for the default group
+            ``WORLD``): the layer is built whole, alike on every rank (seed torch the same way on
+            each), and this rank keeps its part (:func:`bigvocab.distributed.vocab_parallel`);
+            a layer that cannot be split raises a :class:`ConfigError` saying why.
         **kwargs: the layer's own options (``num_samples``, ``sampler``, ``tree``, ``cutoffs``,
             ``scorer``...).
 
     ``counts``, ``words`` and ``vectors`` go only to the layers that read them.
     """
     side = {"counts": counts, "words": words, "vectors": vectors}
-    return build(OUTPUTS, name, (in_features, num_classes), side, kwargs)
+    layer = build(OUTPUTS, name, (in_features, num_classes), side, kwargs)
+    if vocab_parallel is None or vocab_parallel is False:
+        return layer
+    import torch.distributed as dist  # only a vocabulary-parallel build needs it
+
+    from bigvocab.distributed import vocab_parallel as split  # distributed builds on outputs
+
+    return split(layer, dist.group.WORLD if vocab_parallel is True else vocab_parallel)
 
 
 def output_side_inputs(name: str, **options: Any) -> frozenset[str]:

@@ -238,7 +238,13 @@ def check_built_sharded(group: Any) -> dict[str, Any]:
     for each in (single, layer):
         torch.manual_seed(7)
         losses.append(each.loss(hidden, target, reduction="none"))
+    torch.manual_seed(0)
+    keyword = bigvocab.create_output(
+        "full", H, V, counts=COUNTS, max_chunk_elements=CHUNK, vocab_parallel=group
+    ).to(torch.float64)
+    split = pair("full", {}, torch.float64, group)[1]
     return {
+        "keyword": relative_error(keyword.log_softmax(hidden), split.log_softmax(hidden)),
         "rows": list(scorer.weight.shape),
         "streams_in_step": all(torch.equal(d, draws[0]) for d in draws),
         "rows_differ": all(not torch.equal(r, first_rows[0]) for r in first_rows[1:]),

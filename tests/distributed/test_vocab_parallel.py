@@ -73,6 +73,7 @@ def test_scorer_built_sharded_holds_only_its_rows(ranks):
         assert result["built/streams_in_step"]  # a sampler draws the same ids on every rank
         assert result["built/rows_differ"] and result["built/in_bound"]
         assert result["built/loss"] <= 1e-10
+        assert result["built/keyword"] == 0  # create_output(..., vocab_parallel=group) splits alike
 
 
 @pytest.mark.parametrize(
