@@ -147,8 +147,12 @@ class _ChunkedLogSumExp(torch.autograd.Function):
             stop = min(start + chunk, num_classes)
             probs = _block(buffer, stop - start)
             if ctx.kept is None:
-                shift = -log_z.unsqueeze(1) if bias is None else bias[start:stop] - log_z.unsqueeze(1)
-                probs.copy_(shift.expand_as(probs)).addmm_(hidden, weight[start:stop].t()).exp_()
+                # bias - log Z is broadcast straight into the block: no (N, chunk) temporary.
+                if bias is None:
+                    probs.copy_(log_z.neg().unsqueeze(1).expand_as(probs))
+                else:
+                    torch.sub(bias[start:stop], log_z.unsqueeze(1), out=probs)
+                probs.addmm_(hidden, weight[start:stop].t()).exp_()
             if need_hidden:
                 sum_probs_weight.addmm_(probs, weight[start:stop])
             if need_weight:
