@@ -265,9 +265,9 @@ class Word2Vec:
             for epoch in range(epochs):
                 bar.set_description(f"epoch {epoch + 1}/{epochs}")
                 done = train_epoch(arrays, stream, schedule=schedule, words_before=epoch * words,
-                                            epoch=self.epochs_trained + epoch, workers=self.workers, seed=self.seed,
-                                            shrink=self.shrink_windows, shared=self.hogbatch,
-                                            chunk_words=self.batch_words, bar=bar)
+                                   epoch=self.epochs_trained + epoch, workers=self.workers, seed=self.seed,
+                                   shrink=self.shrink_windows, shared=self.hogbatch, chunk_words=self.batch_words,
+                                   bar=bar)
                 kept += done.kept
         return kept
 

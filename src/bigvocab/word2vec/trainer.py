@@ -1,10 +1,11 @@
 """``EngineTrainer``: the :class:`~bigvocab.train.Trainer` whose epochs run on the compiled engine.
 
 :func:`bigvocab.train.experiment.new_run` (and so ``bigvocab train --model skipgram|cbow``) uses it
-when the engine applies (see :func:`engine_applies` and :func:`trainer_class`), so a run keeps everything the trainer gives: ``last.pt`` after every
-epoch and on SIGINT/SIGTERM (mid-epoch, ``step_in_epoch`` then being the position in the word
-stream), ``metrics.jsonl``, validation perplexity, resume, export. An epoch is one trainer step; the learning rate decays linearly with the words read, from ``lr`` to
-``min_lr`` over all epochs (word2vec's schedule). Sentences end at the ``</s>`` token when the
+when the engine applies (see :func:`engine_applies` and :func:`trainer_class`), so a run keeps
+everything the trainer gives: ``last.pt`` after every epoch and on SIGINT/SIGTERM (mid-epoch,
+``step_in_epoch`` then being the position in the word stream), ``metrics.jsonl``, validation
+perplexity, resume, export. An epoch is one trainer step; the learning rate decays linearly with
+the words read, from ``lr`` to ``min_lr`` over all epochs (word2vec's schedule). Sentences end at the ``</s>`` token when the
 vocabulary has one (windows stop there, and ``</s>`` is not trained as a word); other tokens,
 ``<unk>`` included, are words as on the torch path.
 """
