@@ -8,10 +8,8 @@
   scores, log-softmax and top-k;
 * :mod:`~bigvocab.distributed.scorer` -- the ``sharded`` scorer, and :func:`vocab_parallel`, which
   asks a layer to split itself (:meth:`~bigvocab.outputs.base.OutputLayer.shard_vocabulary`);
-* :mod:`~bigvocab.distributed.adaptive` -- ``adaptive``: head replicated, every tail cluster's
-  rows split evenly;
-* :mod:`~bigvocab.distributed.hsm` -- ``hsm``: the top of the tree replicated, whole subtrees
-  owned by ranks;
+* layers with a structure of their own split themselves; their sharded forms live beside them in
+  :mod:`bigvocab.outputs` and build on the collectives and row layouts here;
 * :mod:`~bigvocab.distributed.rows` -- which rows of a parameter each rank holds (the layouts the
   checkpoint helpers gather and cut);
 * :mod:`~bigvocab.distributed.data_parallel` -- gradients (dense and sparse) averaged over ranks;

@@ -2,9 +2,9 @@
 
 Every vocabulary-parallel layer keeps some parameters whole on every rank (replicated) and holds
 only some rows of others: the linear rows of a range of the vocabulary
-(:class:`~bigvocab.distributed.scorer.VocabParallelScorer`), ~1/P of the rows of each adaptive
-cluster (:mod:`~bigvocab.distributed.adaptive`), the node rows of some hsm subtrees plus the
-replicated top of the tree (:mod:`~bigvocab.distributed.hsm`). A :class:`RowLayout` says which
+(:class:`~bigvocab.distributed.scorer.VocabParallelScorer`), or whatever rows a layer with its own
+structure keeps when it splits itself (its ``shard_vocabulary``, beside it in
+:mod:`bigvocab.outputs`). A :class:`RowLayout` says which
 rows of the one-process parameter each rank holds, in its local order, so one piece of code
 gathers a shard into the one-process tensor and cuts it back (checkpoints, optimiser state) for
 every layer: each layer declares its layouts (:meth:`RowSharded.sharded_rows`) and nothing else.

@@ -197,8 +197,8 @@ class AdaptiveSoftmax(OutputLayer):
 
     def shard_vocabulary(self, group: Any, *, partition: Any = None) -> OutputLayer:
         """Head replicated, each tail cluster's output rows split evenly over ``group``
-        (:class:`~bigvocab.distributed.adaptive.VocabParallelAdaptive`)."""
-        from bigvocab.distributed.adaptive import VocabParallelAdaptive  # distributed builds on outputs
+        (:class:`~bigvocab.outputs.adaptive_parallel.VocabParallelAdaptive`)."""
+        from bigvocab.outputs.adaptive_parallel import VocabParallelAdaptive  # torch.distributed loads only when a layer is split
 
         if partition is not None:
             raise ConfigError(
