@@ -29,7 +29,6 @@ import torch
 from torch import Tensor
 
 from bigvocab.errors import ConfigError
-from bigvocab.outputs.functional import DEFAULT_CHUNK_ELEMENTS, distinct_ids
 from bigvocab.outputs.sampling import SamplerSpec, SamplingOutput
 from bigvocab.registry import OUTPUTS
 from bigvocab.validation import check_positive_float, check_positive_int
@@ -116,25 +115,6 @@ class AdaptiveImportanceSampling(SamplingOutput):
             ids = self.sampler.sample(batch_size * self.num_samples).reshape(batch_size, self.num_samples)
         return ids, self.sampler.log_q(ids, context=context)
 
-    def _pair_logits(self, hidden: Tensor, ids: Tensor) -> Tensor:
-        """Scores of ids (M,) shared by the batch or (N, M) per row -> (N, M) in one scorer call.
-
-        Shared ids are one (N, H) x (H, M) product. Rows of one batch draw the same frequent
-        words again and again: while an (N, U) block over the U distinct per-row ids fits the
-        chunk budget, one product over them (each row read once) beats gathering N·M rows, which
-        is memory-bound and pays page faults and a slow batched matrix-vector product. At V = 10k,
-        N = 1024, M = 257 on 2 loaded cores: product and gather 0.9 s, gather and bmm 2.2 s
-        (results/bench-roof); on a quiet machine the product won up to N·U ~ 10M and lost 6x at
-        57M, which the default budget (16.7M) brackets. Beyond the budget the rows are gathered.
-        """
-        if ids.dim() == 1:
-            return self.class_logits(hidden, ids)
-        unique, inverse = distinct_ids(ids, self.num_classes)
-        budget = DEFAULT_CHUNK_ELEMENTS if self.max_chunk_elements is None else self.max_chunk_elements
-        if ids.shape[0] * unique.numel() <= budget:
-            return self.class_logits(hidden, unique).gather(1, inverse)
-        return self.class_logits(hidden, ids)
-
     def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
         batch_size = hidden.shape[0]
         samples: list[Tensor] = []
@@ -153,7 +133,7 @@ class AdaptiveImportanceSampling(SamplingOutput):
             while True:
                 ids, log_q = self._block(context, batch_size)
                 # Examples whose ESS is already high enough ignore later blocks (weight 0).
-                block = (self._pair_logits(hidden, ids) - log_q).masked_fill(~wanting.unsqueeze(1), float("-inf"))
+                block = (self.class_logits(hidden, ids) - log_q).masked_fill(~wanting.unsqueeze(1), float("-inf"))
                 samples.append(ids)
                 log_qs.append(log_q)
                 wanted.append(wanting)
@@ -165,12 +145,8 @@ class AdaptiveImportanceSampling(SamplingOutput):
                     break
         all_samples = torch.cat(samples, dim=-1)
         all_kept = torch.stack(wanted, dim=1).repeat_interleave(self.num_samples, dim=1)
-        if all_samples.dim() == 1:
-            target_logit, sample_logits = self.target_and_class_logits(hidden, target, all_samples)
-            all_samples = all_samples.expand(batch_size, -1)
-        else:
-            logits = self._pair_logits(hidden, torch.cat([target.unsqueeze(1), all_samples], dim=1))
-            target_logit, sample_logits = logits[:, 0], logits[:, 1:]
+        target_logit, sample_logits = self.target_and_class_logits(hidden, target, all_samples)
+        all_samples = all_samples.expand(batch_size, -1)
         all_log_weights = (sample_logits - torch.cat(log_qs, dim=-1)).masked_fill(~all_kept, float("-inf"))
         self.last_num_samples = len(samples) * self.num_samples
         self.last_ess = float(ess.mean()) if batch_size else math.nan

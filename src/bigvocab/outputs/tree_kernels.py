@@ -13,13 +13,12 @@ the kernel releases the GIL, so they run at once.
 """
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import torch
 from numba import njit
 from torch import Tensor
 
+from bigvocab.outputs.kernel_threads import run_in_ranges
 from bigvocab.word2vec.kernels import FAST
 
 
@@ -60,13 +59,5 @@ def binary_leaf_log_probs(logits: Tensor, children: Tensor, *, threads: int) -> 
     log_sig_neg = torch.nn.functional.softplus(logits, threshold=40.0).neg_()
     out = logits.new_empty(logits.shape[0], logits.shape[1] + 1)
     arrays = (logits.numpy(), log_sig_neg.numpy(), children.contiguous().numpy(), out.numpy())
-    bounds = np.linspace(0, logits.shape[0], max(1, min(threads, logits.shape[0])) + 1).astype(np.int64)
-    workers = [
-        threading.Thread(target=_top_down, args=(*arrays, int(lo), int(hi)))
-        for lo, hi in zip(bounds[:-1], bounds[1:])
-    ]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
+    run_in_ranges(_top_down, arrays, logits.shape[0], threads)
     return out

@@ -13,7 +13,7 @@ import torch
 from torch import Tensor, nn
 
 from bigvocab.outputs.cost import PASSES, Cost, dot_cost
-from bigvocab.outputs.functional import chunked_logsumexp, chunked_topk, gather_rows
+from bigvocab.outputs.functional import chunked_logsumexp, chunked_topk, distinct_ids, gather_rows
 from bigvocab.outputs.scorers.base import Scorer
 
 
@@ -58,10 +58,26 @@ class RowScorer(Scorer):
         return None if self.bias is None else gather_rows(self.bias, ids, sparse=self.sparse_grad)
 
     def class_logits(self, hidden: Tensor, ids: Tensor) -> Tensor:
+        if ids.dim() == 2 and _pairs_compiled(hidden):
+            return self._pair_logits(hidden, ids)
         flat = ids.reshape(-1)
         return self._dots(hidden, self.rows(flat), self._bias_of(flat), ids.shape)
 
+    def _pair_logits(self, hidden: Tensor, ids: Tensor) -> Tensor:
+        """(N, M) scores of ids (N, M) from the U distinct rows, each gathered (or computed) once,
+        by the compiled pair kernel (:mod:`bigvocab.outputs.pair_kernels`): no (N·M, H) copy of
+        the rows, and a (U, H) rather than an (N·M, H) gradient."""
+        from bigvocab.outputs.pair_kernels import pair_dots  # numba loads on first use
+
+        unique, inverse = distinct_ids(ids, self.num_classes)
+        logits = pair_dots(hidden, self.rows(unique), inverse)
+        bias = self._bias_of(unique)
+        return logits if bias is None else logits + bias[inverse]
+
     def target_and_class_logits(self, hidden: Tensor, target: Tensor, ids: Tensor) -> tuple[Tensor, Tensor]:
+        if ids.dim() == 2 and _pairs_compiled(hidden):
+            logits = self._pair_logits(hidden, torch.cat([target.unsqueeze(1), ids], dim=1))
+            return logits[:, 0], logits[:, 1:]
         # One gather (one CNN pass, for computed rows) over the targets and the ids together.
         both = torch.cat([target, ids.reshape(-1)])
         rows, bias = self.rows(both), self._bias_of(both)
@@ -92,3 +108,9 @@ class RowScorer(Scorer):
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, num_classes={self.num_classes}, bias={self.bias is not None}"
+
+
+def _pairs_compiled(hidden: Tensor) -> bool:
+    """Per-example ids are scored by the compiled pair kernel on CPU in float32 or float64; other
+    devices gather the rows and use a batched product (which a GPU does well)."""
+    return hidden.device.type == "cpu" and hidden.dtype in (torch.float32, torch.float64)

@@ -1,0 +1,53 @@
+"""The compiled pair kernel against the gathered rows and batched product it replaces."""
+import pytest
+import torch
+
+from bigvocab.outputs.pair_kernels import pair_dots
+
+
+def _reference(hidden, table, index):
+    return torch.bmm(table[index], hidden.unsqueeze(2)).squeeze(2)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_scores_and_gradients_equal_the_gathered_product_in_float64(threads):
+    generator = torch.Generator().manual_seed(0)
+    hidden = torch.randn(11, 6, dtype=torch.float64, generator=generator, requires_grad=True)
+    table = torch.randn(5, 6, dtype=torch.float64, generator=generator, requires_grad=True)
+    index = torch.randint(0, 4, (11, 9), generator=generator)  # repeats, and a row nobody asks for
+    upstream = torch.randn(11, 9, dtype=torch.float64, generator=generator)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        ours = pair_dots(hidden, table, index)
+        hidden_grad, table_grad = torch.autograd.grad(ours, (hidden, table), upstream)
+    finally:
+        torch.set_num_threads(previous)
+    expected = _reference(hidden, table, index)
+    expected_hidden, expected_table = torch.autograd.grad(expected, (hidden, table), upstream)
+    torch.testing.assert_close(ours, expected, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(hidden_grad, expected_hidden, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(table_grad, expected_table, rtol=1e-12, atol=1e-12)
+    assert table_grad[4].abs().sum() == 0
+
+
+def test_float32_matches_within_rounding_and_gradcheck_passes():
+    generator = torch.Generator().manual_seed(1)
+    hidden = torch.randn(64, 32, generator=generator)
+    table = torch.randn(50, 32, generator=generator)
+    index = torch.randint(0, 50, (64, 20), generator=generator)
+    torch.testing.assert_close(pair_dots(hidden, table, index), _reference(hidden, table, index), rtol=1e-5, atol=1e-5)
+    small = (
+        torch.randn(4, 3, dtype=torch.float64, generator=generator, requires_grad=True),
+        torch.randn(3, 3, dtype=torch.float64, generator=generator, requires_grad=True),
+        torch.randint(0, 3, (4, 5), generator=generator),
+    )
+    assert torch.autograd.gradcheck(pair_dots, small)
+
+
+def test_only_the_hidden_gradient_when_the_table_is_frozen():
+    hidden = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    table = torch.randn(2, 4, dtype=torch.float64)
+    out = pair_dots(hidden, table, torch.tensor([[0, 1], [1, 1], [0, 0]]))
+    (grad,) = torch.autograd.grad(out.sum(), hidden)
+    torch.testing.assert_close(grad, torch.stack([table[0] + table[1], 2 * table[1], 2 * table[0]]))
