@@ -51,3 +51,25 @@ def test_only_the_hidden_gradient_when_the_table_is_frozen():
     out = pair_dots(hidden, table, torch.tensor([[0, 1], [1, 1], [0, 0]]))
     (grad,) = torch.autograd.grad(out.sum(), hidden)
     torch.testing.assert_close(grad, torch.stack([table[0] + table[1], 2 * table[1], 2 * table[0]]))
+
+
+@pytest.mark.parametrize("name", ["nce", "ais", "neg"])
+def test_a_layer_gets_the_same_loss_and_gradients_from_the_kernel_and_from_the_product(monkeypatch, name):
+    """Per-example draws: the compiled kernel (product advantage 0) and the (N, U) product (an
+    advantage no draw count reaches) give one loss and one set of gradients."""
+    import bigvocab
+    from bigvocab.outputs.scorers import rows
+
+    counts = [1000 // (rank + 1) + 1 for rank in range(300)]
+    results = []
+    for advantage in (0, 10**9):
+        monkeypatch.setattr(rows, "PRODUCT_ADVANTAGE", advantage)
+        torch.manual_seed(0)
+        layer = bigvocab.create_output(name, 8, 300, counts=counts, dtype=torch.float64, num_samples=20)
+        hidden = torch.randn(16, 8, dtype=torch.float64, requires_grad=True)
+        target = torch.randint(0, 300, (16,))
+        loss = layer.loss(hidden, target)
+        loss.backward()
+        results.append((loss.detach(), hidden.grad, layer.weight.grad.to_dense()))
+    for ours, theirs in zip(*results):
+        torch.testing.assert_close(ours, theirs, rtol=1e-10, atol=1e-12)

@@ -13,8 +13,20 @@ import torch
 from torch import Tensor, nn
 
 from bigvocab.outputs.cost import PASSES, Cost, dot_cost
-from bigvocab.outputs.functional import chunked_logsumexp, chunked_topk, distinct_ids, gather_rows
+from bigvocab.outputs.functional import (
+    DEFAULT_CHUNK_ELEMENTS,
+    chunked_logsumexp,
+    chunked_topk,
+    distinct_ids,
+    gather_rows,
+)
 from bigvocab.outputs.scorers.base import Scorer
+
+
+#: How many times more multiply-adds per second a dense (N, H) x (H, U) product does than the pair
+#: kernel's scattered row reads, on one core (numpy/MKL 7 GMAC/s against 0.4 at 2-3x
+#: oversubscription, 2026-11-25; the ratio, not the rates, decides between them).
+PRODUCT_ADVANTAGE = 16
 
 
 class RowScorer(Scorer):
@@ -64,13 +76,25 @@ class RowScorer(Scorer):
         return self._dots(hidden, self.rows(flat), self._bias_of(flat), ids.shape)
 
     def _pair_logits(self, hidden: Tensor, ids: Tensor) -> Tensor:
-        """(N, M) scores of ids (N, M) from the U distinct rows, each gathered (or computed) once,
-        by the compiled pair kernel (:mod:`bigvocab.outputs.pair_kernels`): no (N·M, H) copy of
-        the rows, and a (U, H) rather than an (N·M, H) gradient."""
+        """(N, M) scores of ids (N, M) from the U distinct rows, each gathered (or computed) once:
+        no (N·M, H) copy of the rows, and a (U, H) rather than an (N·M, H) gradient.
+
+        The N·M pairs go to the compiled pair kernel (:mod:`bigvocab.outputs.pair_kernels`),
+        unless the examples drew so many ids that the (N, U) product over every distinct row
+        costs less: a BLAS product runs about :data:`PRODUCT_ADVANTAGE` times faster per
+        multiply-add than the kernel's scattered row reads, so it wins while U is below that
+        many times M (and its (N, U) block fits the chunk budget).
+        """
         from bigvocab.outputs.pair_kernels import pair_dots  # numba loads on first use
 
         unique, inverse = distinct_ids(ids, self.num_classes)
-        logits = pair_dots(hidden, self.rows(unique), inverse)
+        rows = self.rows(unique)
+        budget = DEFAULT_CHUNK_ELEMENTS if self.max_chunk_elements is None else self.max_chunk_elements
+        distinct = unique.numel()
+        if distinct <= PRODUCT_ADVANTAGE * ids.shape[1] and ids.shape[0] * distinct <= budget:
+            logits = (hidden @ rows.t()).gather(1, inverse)
+        else:
+            logits = pair_dots(hidden, rows, inverse)
         bias = self._bias_of(unique)
         return logits if bias is None else logits + bias[inverse]
 
