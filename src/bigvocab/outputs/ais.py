@@ -10,6 +10,9 @@ which is the gradient of the per-example loss log[(1/K) Σ_j r_j] - s_t (the fir
 log Z, so the loss value estimates the cross-entropy). As in the paper the quality of the sample is
 watched through its effective sample size ESS = (Σ_j r_j)² / Σ_j r_j²: while an example's ESS is
 below ``min_ess`` another block of ``num_samples`` draws is taken for it, up to ``max_samples``.
+A later block is drawn for, and scored on, those examples only, so a step scores Σ_n K_n draws
+(K_n those example n needed), not N times the most any example needed: under a poor proposal a few
+examples need 16 blocks while most stop after one or two.
 After the step the proposal learns from it: bigram counts from (previous token, target) and the
 mixture weights from the samples and their importance weights (see
 :class:`~bigvocab.samplers.bigram.BigramSampler`).
@@ -104,8 +107,9 @@ class AdaptiveImportanceSampling(SamplingOutput):
         self.last_ess = math.nan
 
     def _block(self, context: Optional[Tensor], batch_size: int) -> tuple[Tensor, Tensor]:
-        """One block of draws and their log Q: (k,) each when drawn once for the whole batch
-        (``shared`` with an unconditional proposal), else (N, k) each, one set per example."""
+        """One block of draws and their log Q for ``batch_size`` examples (their ``context``):
+        (batch_size, k) each, one set per example, or (k,) each when drawn once for the batch
+        (``shared`` with an unconditional proposal)."""
         if context is not None and self.sampler.conditional:
             ids = self.sampler.sample(self.num_samples, context=context)
         elif self.shared:
@@ -117,10 +121,13 @@ class AdaptiveImportanceSampling(SamplingOutput):
 
     def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
         batch_size = hidden.shape[0]
+        # Block b is drawn for, and scored on, the examples whose ESS was still below min_ess
+        # after block b - 1 only (``owners[b]``): the work follows the draws the examples need,
+        # not the batch size times the most any one example needed.
+        owners: list[Tensor] = []
         samples: list[Tensor] = []
         log_qs: list[Tensor] = []
-        wanted: list[Tensor] = []  # (N,) per block: the examples that still drew from it
-        wanting = torch.ones(batch_size, dtype=torch.bool, device=hidden.device)
+        wanting = torch.arange(batch_size, device=hidden.device)
         # Running log Σ r and log Σ r² per example: the ESS after each block costs O(N), not a
         # pass over every weight drawn so far.
         log_sum = hidden.new_full((batch_size,), float("-inf"))
@@ -131,28 +138,51 @@ class AdaptiveImportanceSampling(SamplingOutput):
         # number, while the (N, H) rows of every block would stay alive until the backward.
         with torch.no_grad():
             while True:
-                ids, log_q = self._block(context, batch_size)
-                # Examples whose ESS is already high enough ignore later blocks (weight 0).
-                block = (self.class_logits(hidden, ids) - log_q).masked_fill(~wanting.unsqueeze(1), float("-inf"))
+                ids, log_q = self._block(None if context is None else context[wanting], wanting.numel())
+                block = self.class_logits(hidden[wanting], ids) - log_q
+                owners.append(wanting)
                 samples.append(ids)
                 log_qs.append(log_q)
-                wanted.append(wanting)
-                log_sum = torch.logaddexp(log_sum, torch.logsumexp(block, dim=1))
-                log_sum_sq = torch.logaddexp(log_sum_sq, torch.logsumexp(2 * block, dim=1))
+                log_sum[wanting] = torch.logaddexp(log_sum[wanting], torch.logsumexp(block, dim=1))
+                log_sum_sq[wanting] = torch.logaddexp(log_sum_sq[wanting], torch.logsumexp(2 * block, dim=1))
                 ess = torch.exp(2 * log_sum - log_sum_sq)
-                wanting = wanting & (ess < self.min_ess)
-                if not wanting.any() or (len(samples) + 1) * self.num_samples > self.max_samples:
+                wanting = wanting[ess[wanting] < self.min_ess]
+                if not wanting.numel() or (len(samples) + 1) * self.num_samples > self.max_samples:
                     break
-        all_samples = torch.cat(samples, dim=-1)
-        all_kept = torch.stack(wanted, dim=1).repeat_interleave(self.num_samples, dim=1)
-        target_logit, sample_logits = self.target_and_class_logits(hidden, target, all_samples)
-        all_samples = all_samples.expand(batch_size, -1)
-        all_log_weights = (sample_logits - torch.cat(log_qs, dim=-1)).masked_fill(~all_kept, float("-inf"))
+        # Every (example, block) pair is one row of the (R, k) log weights; the first N rows are
+        # block 0, one per example, in order.
+        owner = torch.cat(owners)
+        if samples[0].dim() == 1:
+            # Shared blocks: one product over every block's draws, then each row's block of it.
+            target_logits, scores = self.target_and_class_logits(hidden, target, torch.cat(samples))
+            block_of_row = torch.cat([torch.full_like(rows, index) for index, rows in enumerate(owners)])
+            scores = scores.view(batch_size, len(samples), self.num_samples)[owner, block_of_row]
+            log_weights = scores - torch.stack(log_qs)[block_of_row]
+        else:
+            rows_hidden = torch.cat([hidden, hidden.index_select(0, owner[batch_size:])])
+            target_logits, scores = self.target_and_class_logits(rows_hidden, target[owner], torch.cat(samples))
+            target_logits = target_logits[:batch_size]
+            log_weights = scores - torch.cat(log_qs)
         self.last_num_samples = len(samples) * self.num_samples
         self.last_ess = float(ess.mean()) if batch_size else math.nan
-        self._observe(target, context=context, samples=all_samples, log_weights=all_log_weights.detach())
-        log_z = torch.logsumexp(all_log_weights, dim=1) - torch.log(all_kept.sum(dim=1) * 1.0)
-        return log_z - target_logit
+        per_block = log_weights.detach().split([rows.numel() for rows in owners])
+        self._observe(target, context=context, samples=self._per_example(owners, samples, 0),
+                      log_weights=self._per_example(owners, per_block, float("-inf")))
+        row_log_sum = torch.logsumexp(log_weights, dim=1)
+        peak = row_log_sum.new_full((batch_size,), float("-inf"))
+        peak = peak.scatter_reduce(0, owner, row_log_sum.detach(), "amax")
+        total = torch.zeros_like(peak).index_add(0, owner, torch.exp(row_log_sum - peak[owner]))
+        draws = torch.bincount(owner, minlength=batch_size) * float(self.num_samples)
+        log_z = peak + torch.log(total) - torch.log(draws)
+        return log_z - target_logits
+
+    def _per_example(self, owners: list[Tensor], blocks: Sequence[Tensor], fill: float) -> Tensor:
+        """(N, blocks·k): each example's draws (or weights) block by block, ``fill`` where an
+        example had stopped drawing -- the per-example layout the adaptive proposal learns from."""
+        out = blocks[0].new_full((owners[0].numel(), len(owners), self.num_samples), fill)
+        for index, (rows, values) in enumerate(zip(owners, blocks)):
+            out[rows, index] = values
+        return out.reshape(owners[0].numel(), -1)
 
     def extra_repr(self) -> str:
         return super().extra_repr() + f", min_ess={self.min_ess}, max_samples={self.max_samples}"
