@@ -30,15 +30,17 @@ def main(folder: Path, out: Path) -> None:
     import matplotlib.pyplot as plt
 
     figure, axis = plt.subplots(figsize=(8, 5))
-    for name, seeds in sorted(curves(folder).items()):
+    rows = sorted(curves(folder).items())
+    colours = plt.cm.tab20(range(len(rows)))  # one distinct colour per row, up to 20 rows
+    for (name, seeds), colour in zip(rows, colours):
         epochs = min(len(s) for s in seeds)  # the epochs every seed reached
         x = range(1, epochs + 1)
         by_epoch = [[s[e] for s in seeds] for e in range(epochs)]
         mean = [sum(v) / len(v) for v in by_epoch]
         style = "--" if name.startswith("lstm") else "-"
-        (line,) = axis.plot(x, mean, style, marker="o", label=f"{name} ({len(seeds)} seed{'s' * (len(seeds) > 1)})")
+        axis.plot(x, mean, style, marker="o", color=colour, label=f"{name} ({len(seeds)} seed{'s' * (len(seeds) > 1)})")
         if len(seeds) > 1:
-            axis.fill_between(x, [min(v) for v in by_epoch], [max(v) for v in by_epoch], color=line.get_color(), alpha=0.2)
+            axis.fill_between(x, [min(v) for v in by_epoch], [max(v) for v in by_epoch], color=colour, alpha=0.2)
     axis.set_xlabel("epoch")
     axis.set_ylabel("exact validation perplexity")
     axis.set_ylim(top=260)
