@@ -88,6 +88,7 @@ def test_more_blocks_only_for_examples_with_low_ess(shared, seed):
     torch.manual_seed(seed)
     ours = layer.loss(hidden, target, reduction="none")
     assert layer.last_num_samples == 12
+    assert layer.last_examples_per_block == [2, 1, 1]  # row 0 stopped after its first block
     torch.manual_seed(seed)
     if shared:
         blocks = [layer.sampler.sample(4).expand(2, 4) for _ in range(3)]

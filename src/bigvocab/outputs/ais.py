@@ -67,8 +67,9 @@ class AdaptiveImportanceSampling(SamplingOutput):
 
     Variants: ``per-example`` (the default) and ``shared`` draws.
 
-    After each ``loss`` call, ``last_num_samples`` (most draws any example used) and
-    ``last_ess`` (mean ESS) describe the step.
+    After each ``loss`` call, ``last_num_samples`` (most draws any example used), ``last_ess``
+    (mean ESS) and ``last_examples_per_block`` (how many examples drew each block) describe the
+    step.
     """
 
     variants = {"per-example": {}, "shared": {"shared": True}}
@@ -105,6 +106,7 @@ class AdaptiveImportanceSampling(SamplingOutput):
             raise ConfigError(f"max_samples={self.max_samples} is smaller than num_samples={self.num_samples}")
         self.last_num_samples = 0
         self.last_ess = math.nan
+        self.last_examples_per_block: list[int] = []
 
     def _block(self, context: Optional[Tensor], batch_size: int) -> tuple[Tensor, Tensor]:
         """One block of draws and their log Q for ``batch_size`` examples (their ``context``):
@@ -165,9 +167,15 @@ class AdaptiveImportanceSampling(SamplingOutput):
             log_weights = scores - torch.cat(log_qs)
         self.last_num_samples = len(samples) * self.num_samples
         self.last_ess = float(ess.mean()) if batch_size else math.nan
-        per_block = log_weights.detach().split([rows.numel() for rows in owners])
-        self._observe(target, context=context, samples=self._per_example(owners, samples, 0),
-                      log_weights=self._per_example(owners, per_block, float("-inf")))
+        self.last_examples_per_block = [rows.numel() for rows in owners]
+        learned_from: dict[str, Tensor] = {}
+        if self.training and context is not None and self.sampler.conditional:
+            # Only a context-conditional proposal adapts its mixture from the draws and their
+            # weights (per example, block by block); any other learns from the targets alone.
+            per_block = log_weights.detach().split(self.last_examples_per_block)
+            learned_from = {"samples": self._per_example(owners, samples, 0),
+                            "log_weights": self._per_example(owners, per_block, float("-inf"))}
+        self._observe(target, context=context, **learned_from)
         row_log_sum = torch.logsumexp(log_weights, dim=1)
         peak = row_log_sum.new_full((batch_size,), float("-inf"))
         peak = peak.scatter_reduce(0, owner, row_log_sum.detach(), "amax")
