@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import bigvocab
+from bigvocab.outputs import functional
 
 
 def _dense_reference(layer, hidden, target):
@@ -42,6 +43,32 @@ def test_upstream_gradient_weights_each_example(budget):
     target = torch.tensor([0, 29, 3, 3])
     weights = torch.tensor([0.5, -2.0, 1.0, 3.0], dtype=torch.float64)
     torch.autograd.gradcheck(lambda h: (layer.loss(h, target, reduction="none") * weights).sum(), (hidden,))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "weighted"])
+def test_row_blocked_step_matches_cross_entropy(monkeypatch, reduction):
+    """``full`` asks for row blocks (its rows weigh alike): with blocks of 4 whole rows in the
+    budget, 10 rows take three blocks, and every gradient matches the dense cross-entropy, also
+    when the caller weighs the per-example losses after all (the recomputed fallback)."""
+    monkeypatch.setattr(functional, "MIN_ROW_BLOCK", 4)
+    calls = []
+    original = functional._row_blocked_pass
+    monkeypatch.setattr(functional, "_row_blocked_pass", lambda *a: calls.append(1) or original(*a))
+    torch.manual_seed(2)
+    layer = bigvocab.create_output("full", 6, 40, max_chunk_elements=4 * 40)
+    torch.nn.init.normal_(layer.bias)
+    hidden = torch.randn(10, 6, requires_grad=True)
+    target = torch.randint(0, 40, (10,))
+    weights = torch.linspace(-1.0, 2.0, 10)
+
+    def reduce(losses):
+        return losses.mean() if reduction == "mean" else losses.sum() if reduction == "sum" else (losses * weights).sum()
+
+    grads = torch.autograd.grad(reduce(layer.loss(hidden, target, reduction="none")), [hidden, *layer.parameters()])
+    ref_grads = torch.autograd.grad(reduce(_dense_reference(layer, hidden, target)), [hidden, *layer.parameters()])
+    assert calls, "the row-blocked pass was not taken"
+    for got, want in zip(grads, ref_grads):
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
 
 
 def test_a_second_backward_through_the_kept_chunk_gives_the_same_gradient():

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from bigvocab.outputs import functional
 from bigvocab.outputs.functional import chunked_logsumexp, distinct_ids
 
 
@@ -31,6 +32,64 @@ def test_gradients_of_both_outputs_under_any_upstream_gradient(bias, budget):
     log_z, logit = chunked_logsumexp(hidden, weight, bias_param, target, max_chunk_elements=budget)
     torch.testing.assert_close(log_z, torch.logsumexp(logits, dim=1))
     torch.testing.assert_close(logit, logits.gather(1, target.unsqueeze(1)).squeeze(1))
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("upstream", ["equal", "unequal"])
+def test_row_blocks_give_the_same_values_and_gradients(monkeypatch, bias, upstream):
+    """The row-blocked forward (rows weighed alike, blocks of whole rows fit the budget: here 2
+    rows of 14 classes, 3 blocks for 5 rows, the last one partial) against gradcheck and the
+    brute-force values. Unequal upstream weights must stay exact through the recomputation."""
+    monkeypatch.setattr(functional, "MIN_ROW_BLOCK", 2)
+    calls = []
+    monkeypatch.setattr(functional, "_row_blocked_pass", _counting(functional._row_blocked_pass, calls))
+    generator = torch.Generator().manual_seed(4)
+    hidden = torch.randn(5, 4, dtype=torch.float64, generator=generator, requires_grad=True)
+    weight = torch.randn(14, 4, dtype=torch.float64, generator=generator, requires_grad=True)
+    bias_param = torch.randn(14, dtype=torch.float64, generator=generator, requires_grad=True) if bias else None
+    target = torch.tensor([0, 13, 6, 6, 7])
+    if upstream == "equal":
+        up_log_z = torch.full((5,), 0.75, dtype=torch.float64)
+    else:
+        up_log_z = torch.tensor([0.5, -2.0, 1.0, 3.0, 0.0], dtype=torch.float64)
+    up_target = torch.tensor([1.0, 0.25, -1.5, 2.0, -0.5], dtype=torch.float64)
+
+    def objective(h, w, *b):
+        log_z, logit = chunked_logsumexp(
+            h, w, b[0] if b else None, target, max_chunk_elements=2 * 14, equal_row_weights=True
+        )
+        return (log_z * up_log_z).sum() + (logit * up_target).sum()
+
+    inputs = (hidden, weight) + ((bias_param,) if bias else ())
+    # gradcheck runs the backward twice over one graph; the first hands the gradients formed in
+    # the forward over (so that autograd can take them without a copy), and the second recomputes
+    # them by vocabulary chunks: equal up to rounding, not bit for bit.
+    torch.autograd.gradcheck(objective, inputs, nondet_tol=1e-12)
+    assert calls, "the row-blocked pass was not taken"
+    logits = hidden @ weight.t() + (bias_param if bias else 0)
+    log_z, _ = chunked_logsumexp(hidden, weight, bias_param, target, max_chunk_elements=28, equal_row_weights=True)
+    torch.testing.assert_close(log_z, torch.logsumexp(logits, dim=1))
+
+
+def test_row_blocks_are_not_used_below_the_minimum_block(monkeypatch):
+    """With the shipped minimum, a budget of a few rows keeps the vocabulary chunks."""
+    calls = []
+    monkeypatch.setattr(functional, "_row_blocked_pass", _counting(functional._row_blocked_pass, calls))
+    hidden = torch.randn(300, 4, requires_grad=True)
+    weight = torch.randn(20, 4, requires_grad=True)
+    target = torch.zeros(300, dtype=torch.long)
+    budget = (functional.MIN_ROW_BLOCK - 1) * 20
+    log_z, logit = chunked_logsumexp(hidden, weight, None, target, max_chunk_elements=budget, equal_row_weights=True)
+    (log_z - logit).sum().backward()
+    assert not calls
+
+
+def _counting(function, calls):
+    def wrapper(*args, **kwargs):
+        calls.append(1)
+        return function(*args, **kwargs)
+
+    return wrapper
 
 
 def test_extreme_logits_stay_finite():

@@ -118,7 +118,11 @@ class VocabParallelScorer(RowSharded, Scorer):
     def class_logits(self, hidden: Tensor, ids: Tensor) -> Tensor:
         return sharded_class_logits(hidden, self.weight, self.bias, ids, self.shard, sparse=self.sparse_grad)
 
-    def log_normaliser(self, hidden: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
+    def log_normaliser(
+        self, hidden: Tensor, target: Tensor, *, equal_row_weights: bool = False
+    ) -> tuple[Tensor, Tensor]:
+        # The hint does not reach the shards: each rank's local log Z is weighed per row by its
+        # share of the global Z, so its rows are never weighed alike.
         return sharded_log_normaliser(
             hidden, self.weight, self.bias, target, self.shard, max_chunk_elements=self.max_chunk_elements
         )

@@ -27,5 +27,6 @@ class FullSoftmax(ScoredOutput):
     """
 
     def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
-        log_z, target_logit = self.log_normaliser(hidden, target)
+        # The loss is reduced by a mean or sum (``OutputLayer.loss``): every row weighs alike.
+        log_z, target_logit = self.log_normaliser(hidden, target, equal_row_weights=True)
         return log_z - target_logit

@@ -18,6 +18,11 @@ from torch import Tensor
 #: Chunks hold at most this many logits (64 MiB in float32) unless the caller says otherwise.
 DEFAULT_CHUNK_ELEMENTS = 1 << 24
 
+#: The row-blocked pass of :func:`chunked_logsumexp` runs only when a block holds at least this
+#: many rows: each block streams all V weight rows through two products and adds into the whole
+#: (V, H) gradient, and with fewer rows those products stop being compute-bound.
+MIN_ROW_BLOCK = 128
+
 
 class _GatherRows(torch.autograd.Function):
     @staticmethod
@@ -102,11 +107,18 @@ class _ChunkedLogSumExp(torch.autograd.Function):
     g scales (N, H) operands rather than the (N, chunk) block. When the whole vocabulary fits in
     one chunk the forward keeps exp(logits - peak) and the backward folds exp(peak - log Z) into
     g: three products a step, the least a softmax step can do. Otherwise the recomputation is one
-    extra product per chunk, the price of holding one (N, chunk) block instead of N·V logits.
+    extra product per chunk, the price of holding one (N, chunk) block instead of N·V logits --
+    unless the caller weighs the rows alike and blocks of whole rows fit the budget
+    (``row_block`` > 0, :func:`_row_blocked_pass`): then three products again.
     """
 
     @staticmethod
-    def forward(ctx, hidden, weight, bias, target, chunk):  # type: ignore[override]
+    def forward(ctx, hidden, weight, bias, target, chunk, row_block):  # type: ignore[override]
+        ctx.fused = None
+        if row_block and any(ctx.needs_input_grad[:3]):
+            log_z, ctx.fused = _row_blocked_pass(hidden, weight, bias, row_block, ctx.needs_input_grad[:3])
+            ctx.kept = None
+            return _finish_forward(ctx, hidden, weight, bias, target, log_z, chunk)
         num_classes = weight.shape[0]
         log_z = hidden.new_full((hidden.shape[0],), float("-inf"))
         buffer = hidden.new_empty((hidden.shape[0], min(chunk, num_classes)))
@@ -118,47 +130,20 @@ class _ChunkedLogSumExp(torch.autograd.Function):
             log_z = torch.logaddexp(log_z, chunk_log_z)
         keep = chunk >= num_classes and any(ctx.needs_input_grad[:3])
         ctx.kept = (buffer, peak) if keep else None  # the one chunk, as exp(logits - peak)
-        target_logit = (hidden * weight.index_select(0, target)).sum(1)
-        if bias is not None:
-            target_logit = target_logit + bias.index_select(0, target)
-        ctx.save_for_backward(hidden, weight, bias, target, log_z)
-        ctx.chunk = chunk
-        return log_z, target_logit
+        return _finish_forward(ctx, hidden, weight, bias, target, log_z, chunk)
 
     @staticmethod
     def backward(ctx, grad_log_z, grad_target):  # type: ignore[override]
+        if ctx.fused is not None:
+            return _fused_backward(ctx, grad_log_z, grad_target)
         hidden, weight, bias, target, log_z = ctx.saved_tensors
-        chunk = ctx.chunk
-        num_classes = weight.shape[0]
         need_hidden, need_weight, need_bias = ctx.needs_input_grad[:3]
         need_bias = need_bias and bias is not None
         # P = probs * row_scale: the kept chunk is exp(logits - peak), recomputed ones softmax.
-        if ctx.kept is not None:
-            buffer, peak = ctx.kept
-            row_scale = grad_log_z * torch.exp(peak - log_z)
-        else:
-            buffer = hidden.new_empty((hidden.shape[0], min(chunk, num_classes)))
-            row_scale = grad_log_z
-        scaled_hidden = hidden * row_scale.unsqueeze(1) if need_weight else None
-        sum_probs_weight = torch.zeros_like(hidden) if need_hidden else None
-        grad_weight = torch.empty_like(weight) if need_weight else None
-        grad_bias = torch.empty_like(bias) if need_bias else None
-        for start in range(0, num_classes, chunk):
-            stop = min(start + chunk, num_classes)
-            probs = _block(buffer, stop - start)
-            if ctx.kept is None:
-                # bias - log Z is broadcast straight into the block: no (N, chunk) temporary.
-                if bias is None:
-                    probs.copy_(log_z.neg().unsqueeze(1).expand_as(probs))
-                else:
-                    torch.sub(bias[start:stop], log_z.unsqueeze(1), out=probs)
-                probs.addmm_(hidden, weight[start:stop].t()).exp_()
-            if need_hidden:
-                sum_probs_weight.addmm_(probs, weight[start:stop])
-            if need_weight:
-                torch.mm(probs.t(), scaled_hidden, out=grad_weight[start:stop])
-            if need_bias:
-                torch.mv(probs.t(), row_scale, out=grad_bias[start:stop])
+        row_scale = grad_log_z if ctx.kept is None else grad_log_z * torch.exp(ctx.kept[1] - log_z)
+        sum_probs_weight, grad_weight, grad_bias = _chunked_grads(
+            hidden, weight, bias, log_z, row_scale, ctx.chunk, ctx.kept, (need_hidden, need_weight, need_bias)
+        )
         grad_hidden = None
         if need_hidden:
             grad_hidden = sum_probs_weight.mul_(row_scale.unsqueeze(1))
@@ -167,7 +152,123 @@ class _ChunkedLogSumExp(torch.autograd.Function):
             grad_weight.index_add_(0, target, hidden * grad_target.unsqueeze(1))
         if need_bias:
             grad_bias.index_add_(0, target, grad_target)
-        return grad_hidden, grad_weight, grad_bias, None, None
+        return grad_hidden, grad_weight, grad_bias, None, None, None
+
+
+def _chunked_grads(
+    hidden: Tensor,
+    weight: Tensor,
+    bias: Optional[Tensor],
+    log_z: Tensor,
+    row_scale: Tensor,
+    chunk: int,
+    kept: Optional[tuple[Tensor, Tensor]],
+    needs: tuple[bool, bool, bool],
+) -> tuple[Optional[Tensor], Optional[Tensor], Optional[Tensor]]:
+    """``(P W, Pᵀ (row_scale ⊙ hidden), Pᵀ row_scale)`` by vocabulary chunks, each ``None`` where
+    ``needs`` says so; P is recomputed as exp(logits - log Z), or read from ``kept`` (the one
+    chunk as exp(logits - peak), with exp(peak - log Z) already folded into ``row_scale``)."""
+    need_hidden, need_weight, need_bias = needs
+    num_classes = weight.shape[0]
+    buffer = kept[0] if kept is not None else hidden.new_empty((hidden.shape[0], min(chunk, num_classes)))
+    scaled_hidden = hidden * row_scale.unsqueeze(1) if need_weight else None
+    sum_probs_weight = torch.zeros_like(hidden) if need_hidden else None
+    grad_weight = torch.empty_like(weight) if need_weight else None
+    grad_bias = torch.empty_like(bias) if need_bias else None
+    for start in range(0, num_classes, chunk):
+        stop = min(start + chunk, num_classes)
+        probs = _block(buffer, stop - start)
+        if kept is None:
+            # bias - log Z is broadcast straight into the block: no (N, chunk) temporary.
+            if bias is None:
+                probs.copy_(log_z.neg().unsqueeze(1).expand_as(probs))
+            else:
+                torch.sub(bias[start:stop], log_z.unsqueeze(1), out=probs)
+            probs.addmm_(hidden, weight[start:stop].t()).exp_()
+        if need_hidden:
+            sum_probs_weight.addmm_(probs, weight[start:stop])
+        if need_weight:
+            torch.mm(probs.t(), scaled_hidden, out=grad_weight[start:stop])
+        if need_bias:
+            torch.mv(probs.t(), row_scale, out=grad_bias[start:stop])
+    return sum_probs_weight, grad_weight, grad_bias
+
+
+def _finish_forward(ctx, hidden, weight, bias, target, log_z, chunk):
+    """The target logits, and what the backward reads, after either forward pass."""
+    target_logit = (hidden * weight.index_select(0, target)).sum(1)
+    if bias is not None:
+        target_logit = target_logit + bias.index_select(0, target)
+    ctx.save_for_backward(hidden, weight, bias, target, log_z)
+    ctx.chunk = chunk
+    return log_z, target_logit
+
+
+def _row_blocked_pass(
+    hidden: Tensor, weight: Tensor, bias: Optional[Tensor], row_block: int, needs: tuple[bool, ...]
+) -> tuple[Tensor, dict]:
+    """log Z (N,) and the gradients of Σ_n log Z_n, for the rows ``row_block`` at a time.
+
+    Each block's (rows, V) logits are complete, so its softmax P is exact at once and the
+    gradients come from the same block: ``P W`` for hidden (row n's own, so any later per-row
+    weight applies to it exactly), ``Pᵀ hidden`` for the weights and ``Pᵀ 1`` for the bias, summed
+    over the rows. Three products a step, against four for the vocabulary chunks, whose softmax
+    is only known after the last chunk and so has to be recomputed. P = diag(scale) E with
+    E = exp(logits - peak): the scale multiplies the (rows, H) operands, not the block.
+    """
+    need_hidden, need_weight, need_bias = needs
+    num_rows = hidden.shape[0]
+    log_z = hidden.new_empty(num_rows)
+    grads = {
+        "hidden": hidden.new_empty(hidden.shape) if need_hidden else None,
+        "weight": torch.empty_like(weight) if need_weight else None,
+        "bias": torch.empty_like(bias) if need_bias and bias is not None else None,
+    }
+    buffer = hidden.new_empty((min(row_block, num_rows), weight.shape[0]))
+    for start in range(0, num_rows, row_block):
+        stop = min(start + row_block, num_rows)
+        rows = hidden[start:stop]
+        exp_logits = buffer[: stop - start]
+        _chunk_logits(rows, weight, bias, 0, weight.shape[0], out=exp_logits)
+        peak, block_log_z = _logsumexp_(exp_logits)
+        log_z[start:stop] = block_log_z
+        scale = torch.exp(peak - block_log_z)
+        if grads["hidden"] is not None:
+            torch.mm(exp_logits, weight, out=grads["hidden"][start:stop]).mul_(scale.unsqueeze(1))
+        # The first block writes the (V, H) sums, the others add to them: no zero-filling pass.
+        beta = 0.0 if start == 0 else 1.0
+        if grads["weight"] is not None:
+            grads["weight"].addmm_(exp_logits.t(), rows * scale.unsqueeze(1), beta=beta)
+        if grads["bias"] is not None:
+            grads["bias"].addmv_(exp_logits.t(), scale, beta=beta)
+    return log_z, grads
+
+
+def _fused_backward(ctx, grad_log_z: Tensor, grad_target: Tensor):
+    """Scale the gradients the row-blocked forward formed. The hidden rows take any upstream
+    weights; the weights and bias sum over rows, so they are exact as formed only for equal
+    weights (a mean or a sum of the losses) and are recomputed by vocabulary chunks otherwise."""
+    hidden, weight, bias, target, log_z = ctx.saved_tensors
+    grads = ctx.fused
+    ctx.fused = None  # the (V, H) buffer becomes the returned gradient: nothing else holds it
+    grad_hidden = grads["hidden"]
+    if grad_hidden is not None:
+        grad_hidden.mul_(grad_log_z.unsqueeze(1))
+        grad_hidden.addcmul_(weight.index_select(0, target), grad_target.unsqueeze(1))
+    grad_weight, grad_bias = grads["weight"], grads["bias"]
+    if grad_weight is not None or grad_bias is not None:
+        if bool((grad_log_z == grad_log_z[0]).all()):
+            for grad in (grad_weight, grad_bias):
+                if grad is not None:
+                    grad.mul_(grad_log_z[0])
+        else:
+            needs = (False, grad_weight is not None, grad_bias is not None)
+            _, grad_weight, grad_bias = _chunked_grads(hidden, weight, bias, log_z, grad_log_z, ctx.chunk, None, needs)
+        if grad_weight is not None:
+            grad_weight.index_add_(0, target, hidden * grad_target.unsqueeze(1))
+        if grad_bias is not None:
+            grad_bias.index_add_(0, target, grad_target)
+    return grad_hidden, grad_weight, grad_bias, None, None, None
 
 
 def chunked_logsumexp(
@@ -177,14 +278,25 @@ def chunked_logsumexp(
     target: Tensor,
     *,
     max_chunk_elements: Optional[int] = None,
+    equal_row_weights: bool = False,
 ) -> tuple[Tensor, Tensor]:
     """Return ``(log Z, s_target)``, each (N,), for logits ``s = hidden @ weight.T + bias``.
 
     hidden (N, H), weight (V, H), bias (V,) or None, target (N,). Both outputs are
     differentiable; the cross-entropy is ``log_z - s_target``.
+
+    ``equal_row_weights`` says that the caller weighs every row's log Z alike (a mean or sum of
+    per-example losses, as ``full`` does). Where a block of at least :data:`MIN_ROW_BLOCK` whole
+    rows fits the budget, but not all N rows, the forward then takes the rows a block at a time
+    and forms the gradients there: three products a step instead of four. The result is exact
+    either way; rows weighed unequally after all cost one more product (the weight and bias
+    gradients are recomputed by vocabulary chunks).
     """
-    chunk = chunk_size_for(hidden.shape[0], weight.shape[0], max_chunk_elements)
-    return _ChunkedLogSumExp.apply(hidden, weight, bias, target, chunk)
+    num_rows, num_classes = hidden.shape[0], weight.shape[0]
+    chunk = chunk_size_for(num_rows, num_classes, max_chunk_elements)
+    rows_that_fit = (DEFAULT_CHUNK_ELEMENTS if max_chunk_elements is None else max_chunk_elements) // num_classes
+    use_row_blocks = equal_row_weights and MIN_ROW_BLOCK <= rows_that_fit < num_rows
+    return _ChunkedLogSumExp.apply(hidden, weight, bias, target, chunk, rows_that_fit if use_row_blocks else 0)
 
 
 def chunked_topk(

@@ -130,9 +130,12 @@ class ScoredOutput(OutputLayer):
         """Both of the above in one scorer call: (N,) and (N, M)."""
         return self.scorer.target_and_class_logits(hidden, target, ids)
 
-    def log_normaliser(self, hidden: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
-        """Exact ``(log Z, s_target)`` over the whole vocabulary, memory-bounded, differentiable."""
-        return self.scorer.log_normaliser(hidden, target)
+    def log_normaliser(
+        self, hidden: Tensor, target: Tensor, *, equal_row_weights: bool = False
+    ) -> tuple[Tensor, Tensor]:
+        """Exact ``(log Z, s_target)`` over the whole vocabulary, memory-bounded, differentiable;
+        ``equal_row_weights`` as in :meth:`bigvocab.outputs.scorers.base.Scorer.log_normaliser`."""
+        return self.scorer.log_normaliser(hidden, target, equal_row_weights=equal_row_weights)
 
     def sparse_parameters(self) -> list[nn.Parameter]:
         return self.scorer.sparse_parameters() if self.sparse_grad else []

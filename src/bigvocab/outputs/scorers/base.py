@@ -87,8 +87,14 @@ class Scorer(nn.Module):
         return self.target_logits(hidden, target), self.class_logits(hidden, ids)
 
     # ------------------------------------------------------------------ whole vocabulary
-    def log_normaliser(self, hidden: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
-        """Exact ``(log Z, s_target)``, each (N,), memory-bounded and differentiable."""
+    def log_normaliser(
+        self, hidden: Tensor, target: Tensor, *, equal_row_weights: bool = False
+    ) -> tuple[Tensor, Tensor]:
+        """Exact ``(log Z, s_target)``, each (N,), memory-bounded and differentiable.
+
+        ``equal_row_weights``: the caller will weigh every row's log Z alike (a mean or sum of
+        per-example losses), a hint a scorer may use to form gradients earlier; the result is exact
+        whatever the weights turn out to be."""
         raise NotImplementedError
 
     def topk(self, hidden: Tensor, k: int) -> tuple[Tensor, Tensor]:

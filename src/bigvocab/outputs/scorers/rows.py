@@ -118,9 +118,16 @@ class RowScorer(Scorer):
             logits = torch.bmm(rows.reshape(*shape, self.in_features), hidden.unsqueeze(2)).squeeze(2)
         return logits if bias is None else logits + bias.reshape(shape)
 
-    def log_normaliser(self, hidden: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
+    def log_normaliser(
+        self, hidden: Tensor, target: Tensor, *, equal_row_weights: bool = False
+    ) -> tuple[Tensor, Tensor]:
         return chunked_logsumexp(
-            hidden, self.all_rows(), self.bias, target, max_chunk_elements=self.max_chunk_elements
+            hidden,
+            self.all_rows(),
+            self.bias,
+            target,
+            max_chunk_elements=self.max_chunk_elements,
+            equal_row_weights=equal_row_weights,
         )
 
     def topk(self, hidden: Tensor, k: int) -> tuple[Tensor, Tensor]:
