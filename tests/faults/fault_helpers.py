@@ -3,6 +3,8 @@ kills and concurrency). (A uniquely named module rather than conftest.py, so tha
 is unambiguous next to the other test folders' conftest modules.)"""
 from __future__ import annotations
 
+import contextlib
+
 import json
 import os
 import random
@@ -11,6 +13,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import torch
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 #: A tiny NNLM run: about 1 ms a step, so a few thousand steps give signals time to land.
@@ -23,6 +27,18 @@ def write_corpus(path: Path, lines: int, seed: int = 0, words: int = 40) -> Path
     vocabulary = [f"w{i}" for i in range(words)]
     path.write_text("".join(" ".join(rng.choice(vocabulary) for _ in range(8)) + "\n" for _ in range(lines)))
     return path
+
+
+@contextlib.contextmanager
+def one_thread():
+    """In-process runs at the subprocesses' one thread: a trajectory compared bit for bit with a
+    subprocess's must not depend on the test process's thread count (2 threads sum differently)."""
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(saved)
 
 
 def environment() -> dict[str, str]:

@@ -6,7 +6,16 @@ import random
 import signal
 
 import pytest
-from fault_helpers import TINY, assert_one_line_error, finish, logged_steps, start_cli, trajectory, wait_for
+from fault_helpers import (
+    TINY,
+    assert_one_line_error,
+    finish,
+    logged_steps,
+    one_thread,
+    start_cli,
+    trajectory,
+    wait_for,
+)
 
 from bigvocab.checkpoint import load_checkpoint
 from bigvocab.cli import main
@@ -19,14 +28,16 @@ TOTAL_STEPS = 2 * 270
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory, corpus_file):
     out = tmp_path_factory.mktemp("reference") / "run"
-    assert main(["train", *RUN, "--corpus", f"text:{corpus_file}", "--out", str(out)]) == 0
+    with one_thread():
+        assert main(["train", *RUN, "--corpus", f"text:{corpus_file}", "--out", str(out)]) == 0
     rows = trajectory(out)
     assert sum(row[0] == "step" for row in rows) == TOTAL_STEPS
     return rows
 
 
 def resume(out) -> None:
-    assert main(["train", "--out", str(out), "--resume", "--no-progress"]) == 0
+    with one_thread():
+        assert main(["train", "--out", str(out), "--resume", "--no-progress"]) == 0
 
 
 @pytest.mark.parametrize("number, seed", [(signal.SIGINT, 1), (signal.SIGTERM, 2)])
