@@ -6,21 +6,10 @@
 """
 from __future__ import annotations
 
-import time
-
 import torch
+from hsm_vs_full import median_ms  # this folder's timing helper
 
 V, H = 1_000_000, 256
-
-
-def median_ms(call, repeats: int = 5) -> float:
-    call()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return sorted(times)[repeats // 2] * 1e3
 
 
 def main() -> None:
