@@ -102,8 +102,11 @@ class NoiseContrastiveEstimation(SamplingOutput):
         noise, num_draws = self._draw(hidden.shape[0])
         log_kq_target = log_expected_count(self.sampler.log_q(target), num_draws, unique=False)
         log_kq_noise = log_expected_count(self.sampler.log_q(noise), num_draws, unique=False)
-        delta_target = self.target_logits(hidden, target) - self.log_z - log_kq_target
-        delta_noise = self.class_logits(hidden, noise) - self.log_z - log_kq_noise
+        # One scorer call for both: the target and noise rows are gathered together, so the weight
+        # receives one sparse gradient a step instead of two that autograd must add.
+        target_logit, noise_logit = self.target_and_class_logits(hidden, target, noise)
+        delta_target = target_logit - self.log_z - log_kq_target
+        delta_noise = noise_logit - self.log_z - log_kq_noise
         self._observe(target)
         # -log σ(x) = softplus(-x) and -log σ(-x) = softplus(x), both stable for large |x|.
         return F.softplus(-delta_target) + F.softplus(delta_noise).sum(dim=1)
