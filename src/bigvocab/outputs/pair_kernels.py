@@ -100,9 +100,11 @@ def _table_grad(
     hi: int,
 ) -> None:
     """out[u] = Σ over the flat pair positions p of row u of grad[p] · hidden[p // width], for
-    rows lo:hi."""
+    rows lo:hi; ``out`` need not be zeroed (each row is cleared here, in the same pass that sums
+    into it, rather than by a separate fill of the whole (U, H) buffer)."""
     for u in range(lo, hi):
         row = out[u]
+        row[:] = 0.0
         for q in range(offsets[u], offsets[u + 1]):
             p = order[q]
             g = grad[p]
@@ -133,7 +135,7 @@ class _PairDots(torch.autograd.Function):
             arrays = (grad.numpy(), table.numpy(), index.numpy(), hidden_grad.numpy())
             run_in_ranges(_hidden_grad, arrays, index.shape[0], torch.get_num_threads())
         if ctx.needs_input_grad[1]:
-            table_grad = torch.zeros_like(table)
+            table_grad = torch.empty_like(table)
             arrays = (grad.view(-1).numpy(), hidden.numpy(), *ctx.groups, index.shape[1], table_grad.numpy())
             run_in_ranges(_table_grad, arrays, table.shape[0], torch.get_num_threads())
         return hidden_grad, table_grad, None
