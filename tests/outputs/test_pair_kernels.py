@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from bigvocab.outputs.pair_kernels import pair_dots
+from bigvocab.outputs.pair_kernels import flat_pair_dots, pair_dots
 
 
 def _reference(hidden, table, index):
@@ -71,5 +71,55 @@ def test_a_layer_gets_the_same_loss_and_gradients_from_the_kernel_and_from_the_p
         loss = layer.loss(hidden, target)
         loss.backward()
         results.append((loss.detach(), hidden.grad, layer.weight.grad.to_dense()))
+    for ours, theirs in zip(*results):
+        torch.testing.assert_close(ours, theirs, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_flat_pairs_of_uneven_counts_equal_the_gathered_products(threads):
+    """A tree's paths: each example names a different number of rows (one none at all), some rows
+    are named twice by one example, one row by nobody."""
+    generator = torch.Generator().manual_seed(3)
+    hidden = torch.randn(5, 7, dtype=torch.float64, generator=generator, requires_grad=True)
+    table = torch.randn(6, 7, dtype=torch.float64, generator=generator, requires_grad=True)
+    example = torch.tensor([0, 0, 0, 1, 3, 3, 3, 3, 4, 0, 1])
+    row = torch.tensor([2, 0, 2, 4, 1, 1, 3, 0, 2, 4, 3])  # row 5 unnamed, example 2 has no pair
+    upstream = torch.randn(example.numel(), dtype=torch.float64, generator=generator)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        ours = flat_pair_dots(hidden, table, example, row)
+        hidden_grad, table_grad = torch.autograd.grad(ours, (hidden, table), upstream)
+    finally:
+        torch.set_num_threads(previous)
+    expected = (hidden[example] * table[row]).sum(1)
+    expected_hidden, expected_table = torch.autograd.grad(expected, (hidden, table), upstream)
+    torch.testing.assert_close(ours, expected, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(hidden_grad, expected_hidden, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(table_grad, expected_table, rtol=1e-12, atol=1e-12)
+    assert hidden_grad[2].abs().sum() == 0 and table_grad[5].abs().sum() == 0
+    small = (hidden.detach().clone().requires_grad_(), table.detach().clone().requires_grad_(), example, row)
+    assert torch.autograd.gradcheck(flat_pair_dots, small)
+
+
+@pytest.mark.parametrize("tree", ["huffman", "balanced", "class"])
+def test_hsm_gets_the_same_loss_and_gradients_from_the_kernel_and_from_torch(monkeypatch, tree):
+    """The compiled flat pairs against hsm's chunked gathers, on binary and n-ary trees."""
+    import bigvocab
+    from bigvocab.outputs import hsm
+
+    counts = [1000 // (rank + 1) + 1 for rank in range(300)]
+    results = []
+    for compiled in (True, False):
+        monkeypatch.setattr(hsm, "pairs_compiled", lambda hidden, compiled=compiled: compiled)
+        torch.manual_seed(0)
+        layer = bigvocab.create_output("hsm", 8, 300, counts=counts, tree=tree, dtype=torch.float64)
+        hidden = torch.randn(16, 8, dtype=torch.float64, requires_grad=True)
+        target = torch.randint(0, 300, (16,))
+        loss = layer.loss(hidden, target)
+        loss.backward()
+        grads = [p.grad.to_dense() for p in layer.parameters() if p.grad is not None]
+        results.append((loss.detach(), hidden.grad, *grads))
+    assert len(results[0]) == len(results[1]) >= 3
     for ours, theirs in zip(*results):
         torch.testing.assert_close(ours, theirs, rtol=1e-10, atol=1e-12)

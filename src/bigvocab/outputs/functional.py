@@ -2,6 +2,7 @@
 
 * :func:`gather_rows` -- rows of a parameter with a *sparse* gradient (only the touched rows),
   which is what lets sampled and tree-structured layers train in time independent of V.
+* :func:`pairs_compiled` -- whether the compiled pair kernel scores (example, row) pairs here.
 * :func:`distinct_ids` -- ``torch.unique`` with inverse for class ids, by marking rather than sorting.
 * :func:`chunked_logsumexp` -- log Z and the target logit of a linear softmax computed over
   vocabulary chunks with a running log-sum-exp and a hand-written backward, so the (N, V) logits
@@ -45,6 +46,13 @@ def gather_rows(param: Tensor, ids: Tensor, *, sparse: bool = True) -> Tensor:
     if sparse and param.requires_grad and torch.is_grad_enabled():
         return _GatherRows.apply(param, ids)
     return param.index_select(0, ids)
+
+
+def pairs_compiled(hidden: Tensor) -> bool:
+    """Per-example ids (and a tree's paths) are scored by the compiled pair kernel
+    (:mod:`bigvocab.outputs.pair_kernels`) on CPU in float32 or float64; other devices gather the
+    rows and use a batched product (which a GPU does well)."""
+    return hidden.device.type == "cpu" and hidden.dtype in (torch.float32, torch.float64)
 
 
 def distinct_ids(ids: Tensor, num_classes: int) -> tuple[Tensor, Tensor]:

@@ -31,7 +31,7 @@ from torch.nn import functional as F
 
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.base import OutputLayer
-from bigvocab.outputs.functional import DEFAULT_CHUNK_ELEMENTS, gather_rows
+from bigvocab.outputs.functional import DEFAULT_CHUNK_ELEMENTS, gather_rows, pairs_compiled
 from bigvocab.outputs.cost import Cost, dot_cost, hidden_cost
 from bigvocab.outputs.engine import EngineTables
 from bigvocab.outputs.search import Children, tree_topk
@@ -271,7 +271,12 @@ class HierarchicalSoftmax(OutputLayer):
             return hidden.new_zeros(node.shape[0])
         unique_rows, inverse = torch.unique(rows, return_inverse=True)
         weight = gather_rows(self.weight, unique_rows, sparse=self.sparse_grad)
-        logits = _PairDots.apply(hidden, weight, example[step_of], inverse, self._pairs_per_chunk())
+        if pairs_compiled(hidden):
+            from bigvocab.outputs.pair_kernels import flat_pair_dots  # numba loads on first use
+
+            logits = flat_pair_dots(hidden, weight, example[step_of], inverse)
+        else:
+            logits = _PairDots.apply(hidden, weight, example[step_of], inverse, self._pairs_per_chunk())
         if self.bias is not None:
             logits = logits + gather_rows(self.bias, unique_rows, sparse=self.sparse_grad)[inverse]
         log_z = _log_normaliser(logits, step_of, node.shape[0])

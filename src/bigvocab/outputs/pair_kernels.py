@@ -7,11 +7,12 @@ writes and reads N·M·H floats, and the gradient of the gathered rows is as lar
 at N = 1024, M = 257, H = 256), although the step needs only N·M·H multiply-adds over U <= N·M
 distinct rows. :func:`pair_dots` computes the scores, and in the backward the gradients of h and of
 the U distinct rows, straight from the (U, H) table of distinct rows: memory traffic O((N + U)·H +
-N·M) instead of O(N·M·H).
+N·M) instead of O(N·M·H). A tree's paths (the hierarchical softmax, Morin & Bengio 2005) give each
+example a different number of pairs: :func:`flat_pair_dots` takes any P (example, row) pairs.
 
 The pairs are grouped by table row once (a counting sort): the scores and the rows' gradient then
 walk the table row by row, each row read or written once while the small (N, H) hidden states
-take the random accesses. The kernels release the GIL and take ranges of table rows (scores,
+take the random accesses; the hidden states' gradient walks the pairs grouped by example. The kernels release the GIL and take ranges of table rows (scores,
 gradient of the rows) or of examples (gradient of h) on plain Python threads, so no two threads
 write the same element.
 """
@@ -35,20 +36,20 @@ def _dot(a: np.ndarray, b: np.ndarray) -> float:
 
 
 @njit(nogil=True, cache=True)
-def _group_by_row(index: np.ndarray, num_rows: int) -> tuple[np.ndarray, np.ndarray]:
-    """A counting sort of the flat pair positions by table row (``index`` flat): the pairs of
-    row u are ``order[offsets[u]:offsets[u + 1]]``, in increasing position."""
-    offsets = np.zeros(num_rows + 1, dtype=np.int64)
+def _group(index: np.ndarray, num_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """A counting sort of the pair positions by ``index`` (P,), values in [0, num_groups): the
+    pairs of group g are ``order[offsets[g]:offsets[g + 1]]``, in increasing position."""
+    offsets = np.zeros(num_groups + 1, dtype=np.int64)
     for p in range(index.size):
         offsets[index[p] + 1] += 1
-    for u in range(num_rows):
-        offsets[u + 1] += offsets[u]
+    for g in range(num_groups):
+        offsets[g + 1] += offsets[g]
     fill = offsets[:-1].copy()
     order = np.empty(index.size, dtype=np.int64)
     for p in range(index.size):
-        u = index[p]
-        order[fill[u]] = p
-        fill[u] += 1
+        g = index[p]
+        order[fill[g]] = p
+        fill[g] += 1
     return offsets, order
 
 
@@ -58,31 +59,42 @@ def _dots(
     table: np.ndarray,
     offsets: np.ndarray,
     order: np.ndarray,
-    width: int,
+    example: np.ndarray,
     out: np.ndarray,
     lo: int,
     hi: int,
 ) -> None:
-    """out[p] = hidden[p // width] . table[u] for the flat pair positions p of table rows lo:hi:
-    each table row is read once, the (N, H) hidden states (small) take the random reads."""
+    """out[p] = hidden[example[p]] . table[u] for the pairs p of table rows lo:hi: each table row
+    is read once, the (N, H) hidden states (small) take the random reads."""
     for u in range(lo, hi):
         row = table[u]
         for q in range(offsets[u], offsets[u + 1]):
             p = order[q]
-            out[p] = _dot(hidden[p // width], row)
+            out[p] = _dot(hidden[example[p]], row)
 
 
 @njit(nogil=True, cache=True, fastmath=FAST)
-def _hidden_grad(grad: np.ndarray, table: np.ndarray, index: np.ndarray, out: np.ndarray, lo: int, hi: int) -> None:
-    """out[n] = Σ_j grad[n, j] · table[index[n, j]] for examples lo:hi, summed in a local row
-    (stores to a fresh row per pair measured 3-4x slower than the random reads of table rows)."""
+def _hidden_grad(
+    grad: np.ndarray,
+    table: np.ndarray,
+    row_of: np.ndarray,
+    offsets: np.ndarray,
+    order: np.ndarray,
+    out: np.ndarray,
+    lo: int,
+    hi: int,
+) -> None:
+    """out[n] = Σ over the pairs p of example n of grad[p] · table[row_of[p]], for examples lo:hi,
+    summed in a local row (stores to a fresh row per pair measured 3-4x slower than the random
+    reads of table rows)."""
     width = out.shape[1]
     total = np.empty(width, dtype=out.dtype)
     for n in range(lo, hi):
         total[:] = 0.0
-        for j in range(index.shape[1]):
-            g = grad[n, j]
-            row = table[index[n, j]]
+        for q in range(offsets[n], offsets[n + 1]):
+            p = order[q]
+            g = grad[p]
+            row = table[row_of[p]]
             for d in range(width):
                 total[d] += g * row[d]
         out[n] = total
@@ -94,51 +106,64 @@ def _table_grad(
     hidden: np.ndarray,
     offsets: np.ndarray,
     order: np.ndarray,
-    width: int,
+    example: np.ndarray,
     out: np.ndarray,
     lo: int,
     hi: int,
 ) -> None:
-    """out[u] = Σ over the flat pair positions p of row u of grad[p] · hidden[p // width], for
-    rows lo:hi; ``out`` need not be zeroed (each row is cleared here, in the same pass that sums
-    into it, rather than by a separate fill of the whole (U, H) buffer)."""
+    """out[u] = Σ over the pairs p of row u of grad[p] · hidden[example[p]], for rows lo:hi;
+    ``out`` need not be zeroed (each row is cleared here, in the same pass that sums into it,
+    rather than by a separate fill of the whole (U, H) buffer)."""
     for u in range(lo, hi):
         row = out[u]
         row[:] = 0.0
         for q in range(offsets[u], offsets[u + 1]):
             p = order[q]
             g = grad[p]
-            h = hidden[p // width]
+            h = hidden[example[p]]
             for d in range(row.shape[0]):
                 row[d] += g * h[d]
 
 
 class _PairDots(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, hidden: Tensor, table: Tensor, index: Tensor) -> Tensor:  # type: ignore[override]
-        hidden, table, index = hidden.contiguous(), table.contiguous(), index.contiguous()
-        offsets, order = _group_by_row(index.view(-1).numpy(), table.shape[0])
-        out = hidden.new_empty(index.shape)
-        arrays = (hidden.numpy(), table.numpy(), offsets, order, index.shape[1], out.view(-1).numpy())
+    def forward(ctx, hidden: Tensor, table: Tensor, example: Tensor, row: Tensor) -> Tensor:  # type: ignore[override]
+        hidden, table = hidden.contiguous(), table.contiguous()
+        example, row = example.contiguous().numpy(), row.contiguous().numpy()
+        by_row = _group(row, table.shape[0])
+        out = hidden.new_empty(example.shape[0])
+        arrays = (hidden.numpy(), table.numpy(), *by_row, example, out.numpy())
         run_in_ranges(_dots, arrays, table.shape[0], torch.get_num_threads())
-        ctx.save_for_backward(hidden, table, index)
-        ctx.groups = offsets, order
+        ctx.save_for_backward(hidden, table)
+        ctx.pairs = example, row, by_row
         return out
 
     @staticmethod
     def backward(ctx, grad: Tensor):  # type: ignore[override]
-        hidden, table, index = ctx.saved_tensors
-        grad = grad.contiguous()
+        hidden, table = ctx.saved_tensors
+        example, row, by_row = ctx.pairs
+        grad = grad.contiguous().numpy()
         hidden_grad = table_grad = None
         if ctx.needs_input_grad[0]:
             hidden_grad = torch.empty_like(hidden)
-            arrays = (grad.numpy(), table.numpy(), index.numpy(), hidden_grad.numpy())
-            run_in_ranges(_hidden_grad, arrays, index.shape[0], torch.get_num_threads())
+            by_example = _group(example, hidden.shape[0])
+            arrays = (grad, table.numpy(), row, *by_example, hidden_grad.numpy())
+            run_in_ranges(_hidden_grad, arrays, hidden.shape[0], torch.get_num_threads())
         if ctx.needs_input_grad[1]:
             table_grad = torch.empty_like(table)
-            arrays = (grad.view(-1).numpy(), hidden.numpy(), *ctx.groups, index.shape[1], table_grad.numpy())
+            arrays = (grad, hidden.numpy(), *by_row, example, table_grad.numpy())
             run_in_ranges(_table_grad, arrays, table.shape[0], torch.get_num_threads())
-        return hidden_grad, table_grad, None
+        return hidden_grad, table_grad, None, None
+
+
+def flat_pair_dots(hidden: Tensor, table: Tensor, example: Tensor, row: Tensor) -> Tensor:
+    """(N, H) hidden, (U, H) table, and P pairs (``example`` (P,) in [0, N), ``row`` (P,) in
+    [0, U)) -> (P,) scores ``hidden[example[p]] . table[row[p]]``, differentiable in ``hidden``
+    and ``table``; a table row no pair names gets a zero gradient.
+
+    CPU float32 or float64 tensors of one dtype; int64 pair indices.
+    """
+    return _PairDots.apply(hidden, table, example, row)
 
 
 def pair_dots(hidden: Tensor, table: Tensor, index: Tensor) -> Tensor:
@@ -147,5 +172,6 @@ def pair_dots(hidden: Tensor, table: Tensor, index: Tensor) -> Tensor:
 
     CPU float32 or float64 tensors of one dtype.
     """
-    return _PairDots.apply(hidden, table, index)
-
+    num_rows, width = index.shape
+    example = torch.arange(num_rows, device=index.device).repeat_interleave(width)
+    return flat_pair_dots(hidden, table, example, index.reshape(-1)).view(num_rows, width)

@@ -19,6 +19,7 @@ from bigvocab.outputs.functional import (
     chunked_topk,
     distinct_ids,
     gather_rows,
+    pairs_compiled,
 )
 from bigvocab.outputs.scorers.base import Scorer
 
@@ -70,7 +71,7 @@ class RowScorer(Scorer):
         return None if self.bias is None else gather_rows(self.bias, ids, sparse=self.sparse_grad)
 
     def class_logits(self, hidden: Tensor, ids: Tensor) -> Tensor:
-        if ids.dim() == 2 and _pairs_compiled(hidden):
+        if ids.dim() == 2 and pairs_compiled(hidden):
             return self._pair_logits(hidden, ids)
         flat = ids.reshape(-1)
         return self._dots(hidden, self.rows(flat), self._bias_of(flat), ids.shape)
@@ -99,7 +100,7 @@ class RowScorer(Scorer):
         return logits if bias is None else logits + bias[inverse]
 
     def target_and_class_logits(self, hidden: Tensor, target: Tensor, ids: Tensor) -> tuple[Tensor, Tensor]:
-        if ids.dim() == 2 and _pairs_compiled(hidden):
+        if ids.dim() == 2 and pairs_compiled(hidden):
             logits = self._pair_logits(hidden, torch.cat([target.unsqueeze(1), ids], dim=1))
             return logits[:, 0], logits[:, 1:]
         # One gather (one CNN pass, for computed rows) over the targets and the ids together.
@@ -139,9 +140,3 @@ class RowScorer(Scorer):
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, num_classes={self.num_classes}, bias={self.bias is not None}"
-
-
-def _pairs_compiled(hidden: Tensor) -> bool:
-    """Per-example ids are scored by the compiled pair kernel on CPU in float32 or float64; other
-    devices gather the rows and use a batched product (which a GPU does well)."""
-    return hidden.device.type == "cpu" and hidden.dtype in (torch.float32, torch.float64)
