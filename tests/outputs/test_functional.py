@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from bigvocab.outputs import functional
-from bigvocab.outputs.functional import chunked_logsumexp, distinct_ids
+from bigvocab.outputs.functional import SORT_ABOVE_CLASSES_PER_ID, chunked_logsumexp, distinct_ids
 
 
 @pytest.mark.parametrize("bias", [True, False])
@@ -104,8 +104,9 @@ def test_extreme_logits_stay_finite():
     assert torch.isfinite(hidden.grad).all() and torch.isfinite(weight.grad).all()
 
 
-def test_distinct_ids_is_torch_unique_with_inverse():
+@pytest.mark.parametrize("num_classes", [50, 50 * 63 * SORT_ABOVE_CLASSES_PER_ID])  # marks, then sorts
+def test_distinct_ids_is_torch_unique_with_inverse(num_classes):
     ids = torch.randint(0, 50, (7, 9), generator=torch.Generator().manual_seed(0))
-    unique, inverse = distinct_ids(ids, 50)
+    unique, inverse = distinct_ids(ids, num_classes)
     want_unique, want_inverse = torch.unique(ids, return_inverse=True)
     assert torch.equal(unique, want_unique) and torch.equal(inverse, want_inverse)
