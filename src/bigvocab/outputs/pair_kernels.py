@@ -12,9 +12,9 @@ example a different number of pairs: :func:`flat_pair_dots` takes any P (example
 
 The pairs are grouped by table row once (a counting sort): the scores and the rows' gradient then
 walk the table row by row, each row read or written once while the small (N, H) hidden states
-take the random accesses; the hidden states' gradient walks the pairs grouped by example. The kernels release the GIL and take ranges of table rows (scores,
-gradient of the rows) or of examples (gradient of h) on plain Python threads, so no two threads
-write the same element.
+take the random accesses; the hidden states' gradient walks the pairs grouped by example. The
+kernels release the GIL and take ranges of table rows (scores, gradient of the rows) or of
+examples (gradient of h) on plain Python threads, so no two threads write the same element.
 """
 from __future__ import annotations
 
