@@ -96,3 +96,15 @@ def test_large_table_builds_exactly():
     weights = 1 / torch.arange(1, 200_001, dtype=torch.float64) ** 1.1
     accept, alias = build_alias_table(weights)
     torch.testing.assert_close(implied_probs(accept, alias), weights / weights.sum(), atol=1e-13, rtol=0)
+
+
+def test_every_buffer_is_built_on_the_device_asked_for(monkeypatch):
+    """A table built for another device keeps all three buffers there: an ``alias`` left on the
+    CPU broke every unigram-sampled layer built with ``device="cuda"`` (found on a lent H100,
+    2026-11-26). The "meta" device stands in for a GPU; the O(V) build needs values, so it is
+    skipped, and only where the buffers live is checked."""
+    monkeypatch.setattr(AliasTable, "set_weights", lambda self, weights: None)
+    table = AliasTable(torch.ones(5), device=torch.device("meta"))
+    assert {name: buffer.device.type for name, buffer in table.named_buffers()} == dict.fromkeys(
+        ["probs", "accept", "alias"], "meta"
+    )

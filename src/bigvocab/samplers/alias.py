@@ -84,7 +84,7 @@ class AliasTable(nn.Module):
         weights = torch.as_tensor(weights, dtype=torch.float64, device=device)
         self.register_buffer("probs", torch.empty_like(weights))
         self.register_buffer("accept", torch.empty_like(weights))
-        self.register_buffer("alias", torch.empty(weights.shape, dtype=torch.long))
+        self.register_buffer("alias", torch.empty(weights.shape, dtype=torch.long, device=weights.device))
         self.set_weights(weights)
 
     @torch.no_grad()
