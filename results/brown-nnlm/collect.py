@@ -6,9 +6,10 @@ Each NAME is a row: the runs ``RUNS_DIR/brown-nnlm-NAME-sSEED`` written by ``run
 seed. A row shows the mean and the sample standard deviation over its seeds of the exact test
 perplexity, its ratio to the first row's mean (or to ``--reference``, e.g. a ``full`` figure from
 runs not at hand), the best validation perplexity and epoch, the
-epochs run and the training wall time (each as the mean, with the per-seed values where they
-help), and the exact log normaliser on the test split (mean ± std over the test contexts of the
-seed-0 run) for the layers with a single softmax normaliser.
+epochs run, the training wall time of each seed with the device it ran on (runs on a lent GPU
+came back without their checkpoints), and the exact log normaliser on the test split (mean ± std
+over the test contexts of the first seed's run, when its ``best.pt`` is at hand) for the layers
+with a single softmax normaliser.
 """
 from __future__ import annotations
 
@@ -33,8 +34,11 @@ def mean_std(values: list[float], digits: int = 1) -> str:
     return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
-def describe(checkpoint: dict, summary: dict) -> str:
-    """The output layer and its options as the run's checkpoint records them."""
+def describe(checkpoint: Optional[dict], summary: dict) -> str:
+    """The output layer and its options as the run's checkpoint records them (its name alone
+    without a checkpoint)."""
+    if checkpoint is None:
+        return summary["output"]
     meta = checkpoint["meta"]
     options = {k: v for k, v in meta["output_kwargs"].items() if not isinstance(v, dict)}
     tree = meta.get("tree_vectors")
@@ -47,7 +51,8 @@ def main(runs: Path, names: list[str], reference: Optional[float] = None) -> Non
     corpus = None
     versus = "vs first row" if reference is None else f"vs {reference:g}"
     print(f"| run | model | output layer | seeds | test ppl (mean ± std) | {versus} | "
-          "best valid ppl (epoch) per seed | epochs per seed | train s (mean) | test log Z mean ± std (seed 0) |")
+          "best valid ppl (epoch) per seed | epochs per seed | train s per seed (device) | "
+          "test log Z mean ± std (first seed) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name in names:
         folders = sorted(runs.glob(f"brown-nnlm-{name}-s*/summary.json"), key=lambda p: p.parent.name)
@@ -55,23 +60,27 @@ def main(runs: Path, names: list[str], reference: Optional[float] = None) -> Non
             print(f"| {name} | | | 0 | not run | | | | | |")
             continue
         summaries = [json.loads(p.read_text()) for p in folders]
-        model, vocab, checkpoint = load_model(folders[0].parent / "best.pt")
-        if corpus is None:
-            corpus = load_corpus(checkpoint["meta"]["corpus"], vocab=vocab, progress=False)
-        try:
-            stats = log_normaliser_stats(model, corpus.test, 1024)
-            log_z = f"{stats.mean:.2f} ± {stats.std:.2f}"
-        except ConfigError:
-            log_z = "n/a (no single Z)"
+        checkpoint, log_z = None, "n/a (checkpoint not kept)"
+        if (folders[0].parent / "best.pt").is_file():
+            model, vocab, checkpoint = load_model(folders[0].parent / "best.pt")
+            if corpus is None:
+                corpus = load_corpus(checkpoint["meta"]["corpus"], vocab=vocab, progress=False)
+            try:
+                stats = log_normaliser_stats(model, corpus.test, 1024)
+                log_z = f"{stats.mean:.2f} ± {stats.std:.2f}"
+            except ConfigError:
+                log_z = "n/a (no single Z)"
         tests = [s["test_ppl"] for s in summaries]
         reference = reference or statistics.mean(tests)
         valid = ", ".join(f"{s['best_valid_ppl']:.1f} ({s['best_epoch']})" for s in summaries)
         epochs = ", ".join(f"{s['epochs_completed']}{'*' if s.get('stopped_early') else ''}" for s in summaries)
         seeds = ",".join(p.parent.name.rsplit("-s", 1)[1] for p in folders)
+        devices = [json.loads((p.parent / "config.json").read_text()).get("device", "cpu") for p in folders]
+        times = ", ".join(f"{s['train_seconds']:.0f} ({d})" for s, d in zip(summaries, devices))
         print(
-            f"| {name} | {checkpoint['meta']['model']} | {describe(checkpoint, summaries[0])} | {seeds} | "
+            f"| {name} | {summaries[0]['model']} | {describe(checkpoint, summaries[0])} | {seeds} | "
             f"{mean_std(tests)} | {statistics.mean(tests) / reference:.2f}x | {valid} | {epochs} | "
-            f"{statistics.mean(s['train_seconds'] for s in summaries):.0f} | {log_z} |"
+            f"{times} | {log_z} |"
         )
     print()
     print("Epochs marked * stopped early (no better validation perplexity for `--patience` epochs).")
