@@ -425,17 +425,17 @@ def _check_tree_vectors(args: argparse.Namespace, output_kwargs: dict[str, Any])
 
 
 def _apply_word2vec_defaults(args: argparse.Namespace) -> dict[str, Any]:
-    """Fill the options the user left unset with gensim's defaults (``WORD2VEC_DEFAULTS`` in
+    """Fill the options the user left unset with gensim's defaults (``word2vec_defaults()`` in
     bigvocab.models.word2vec); returns the output layer's word2vec options (the user's
     ``--output-opt`` still override them)."""
-    from bigvocab.models.word2vec import WORD2VEC_DEFAULTS, WORD2VEC_OUTPUT_DEFAULTS
+    from bigvocab.models.word2vec import word2vec_defaults, word2vec_output_options
 
     synthetic = (args.corpus or "synthetic").partition(":")[0] == "synthetic"
-    for name, value in WORD2VEC_DEFAULTS.items():
+    for name, value in word2vec_defaults().items():
         # the synthetic language keeps all its words and refuses a min_count
         if getattr(args, name) is None and not (name == "min_count" and synthetic):
             setattr(args, name, value)
-    return dict(WORD2VEC_OUTPUT_DEFAULTS.get(args.output, {}))
+    return word2vec_output_options(args.output)
 
 
 def _summary_line(summary: dict[str, Any]) -> str:

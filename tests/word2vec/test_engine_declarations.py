@@ -9,7 +9,7 @@ import torch
 from bigvocab.errors import ConfigError
 from bigvocab.factory import create_output, list_outputs
 from bigvocab.models import build_model
-from bigvocab.outputs.engine import ENGINE_KINDS
+from bigvocab.outputs.engine import ENGINE_KINDS, engine_kind_of, layer_for_engine_kind
 from bigvocab.registry import OUTPUTS
 from bigvocab.word2vec.engine import engine_arrays, engine_unsupported
 
@@ -24,6 +24,18 @@ def test_only_word2vecs_layers_declare_an_engine_update():
     kinds = {name: OUTPUTS.get(name).engine_kind for name in list_outputs()}
     assert {name for name, kind in kinds.items() if kind is not None} == set(ENGINE_LAYERS)
     assert {kinds[name] for name in ENGINE_LAYERS} == set(ENGINE_KINDS)
+
+
+def test_gensims_flags_find_their_layer_by_its_declaration():
+    """``hs``/``negative`` pick the layer that declares the kind, and its word2vec options follow."""
+    from bigvocab.models.word2vec import word2vec_defaults, word2vec_output_options
+
+    for kind in ENGINE_KINDS:
+        assert engine_kind_of(layer_for_engine_kind(kind)) == kind
+    assert {name: word2vec_output_options(name) for name in ENGINE_LAYERS} == ENGINE_LAYERS
+    assert engine_kind_of(word2vec_defaults()["output"]) == "neg"
+    with pytest.raises(ValueError, match="engine_kind='sg'"):
+        layer_for_engine_kind("sg")
 
 
 @pytest.mark.parametrize("name", sorted(ENGINE_LAYERS))

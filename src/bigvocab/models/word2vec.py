@@ -45,7 +45,7 @@ such as Adam, or to compare).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Optional, Sequence, Union
+from typing import Any, Iterator, Optional, Sequence, Union
 
 import torch
 from torch import Tensor, nn
@@ -62,6 +62,7 @@ from bigvocab.data.batching import (
 )
 from bigvocab.errors import ConfigError
 from bigvocab.models.base import LanguageModel, check_flag
+from bigvocab.outputs.engine import engine_kind_of, layer_for_engine_kind
 from bigvocab.registry import MODELS
 from bigvocab.validation import check_positive_int
 
@@ -74,12 +75,25 @@ CENTRES_PER_CHUNK = 1 << 14
 #: min_count=5, and no early stopping (the linear schedule assumes the whole run; word2vec keeps
 #: the last vectors). Names are those of ``TrainConfig`` / the CLI; patience 0 is "never".
 WORD2VEC_MODELS = ("skipgram", "cbow")
-WORD2VEC_DEFAULTS = {"output": "neg", "lr": 0.025, "lr_schedule": "linear", "min_lr": 1e-4, "optimizer": "sgd",
+WORD2VEC_DEFAULTS = {"lr": 0.025, "lr_schedule": "linear", "min_lr": 1e-4, "optimizer": "sgd",
                      "epochs": 5, "min_count": 5, "patience": 0}
-#: ... and a hierarchical softmax like word2vec's: node vectors (syn1) from zero, no bias.
-WORD2VEC_OUTPUT_DEFAULTS = {"hsm": {"bias": False, "zero_init": True}}
+#: ... the output layer of negative sampling (the registered layer with this ``engine_kind``) ...
+WORD2VEC_DEFAULT_KIND = "neg"
+#: ... and, per ``engine_kind``, word2vec's layer options: a hierarchical softmax's node vectors
+#: (syn1) start from zero, without a bias.
+WORD2VEC_KIND_OPTIONS = {"hs": {"bias": False, "zero_init": True}}
 #: ``init`` -> half-width of the input vectors' uniform initial range, times vector_size.
 INIT_RANGES = {"word2vec": 0.5, "gensim": 1.0}
+
+
+def word2vec_defaults() -> dict[str, Any]:
+    """:data:`WORD2VEC_DEFAULTS` with the default ``output`` layer's registered name."""
+    return {"output": layer_for_engine_kind(WORD2VEC_DEFAULT_KIND), **WORD2VEC_DEFAULTS}
+
+
+def word2vec_output_options(output: str) -> dict[str, Any]:
+    """word2vec's options for the registered output layer ``output`` (empty for most layers)."""
+    return dict(WORD2VEC_KIND_OPTIONS.get(engine_kind_of(output), {}))
 
 
 @dataclass

@@ -47,3 +47,22 @@ class EngineTables:
     path_offsets: Optional[Tensor] = None
     path_rows: Optional[Tensor] = None
     path_codes: Optional[Tensor] = None
+
+
+def layer_for_engine_kind(kind: str) -> str:
+    """The registered output layer that trains as word2vec's ``kind`` (``"neg"`` or ``"hs"``):
+    how gensim's ``negative`` and ``hs`` flags pick a layer without code outside ``outputs/``
+    naming one. Exactly one registered layer declares each kind."""
+    from bigvocab.registry import OUTPUTS  # the layers register themselves when outputs/ is imported
+
+    names = [name for name in OUTPUTS.names() if OUTPUTS.get(name).engine_kind == kind]
+    if len(names) != 1:
+        raise ValueError(f"expected one registered layer with engine_kind={kind!r}, found {names}")
+    return names[0]
+
+
+def engine_kind_of(name: str) -> Optional[str]:
+    """The ``engine_kind`` that the registered output layer ``name`` declares (None: none)."""
+    from bigvocab.registry import OUTPUTS
+
+    return OUTPUTS.get(name).engine_kind
