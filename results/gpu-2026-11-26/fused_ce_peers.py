@@ -8,7 +8,8 @@ float32 with TF32 matrix products off (the torch default), float32 with TF32 on 
 ``tl.dot`` uses for float32 by default), and bfloat16. Its loss and gradients are compared with a
 float64 computation of the same step (relative L2 error), so a fast wrong answer shows.
 
-Usage (a CUDA machine; Liger and CCE optional): python fused_ce_peers.py [--out FILE.json]
+Usage (a CUDA machine; Liger and CCE optional):
+    python fused_ce_peers.py [--shapes NxHxV,...] [--modes bf16,tf32,fp32] [--impls NAME,...] [--out FILE.json]
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ import torch.nn.functional as F
 
 from bigvocab.registry import OUTPUTS
 
-SHAPES = [(1024, 256, 1_000_000), (8192, 2048, 128_256)]
-MODES = ["fp32", "tf32", "bf16"]
+SHAPES = "1024x256x1000000,8192x2048x128256"
+MODES = "fp32,tf32,bf16"
 
 
 def bigvocab_full(hidden, weight, target):
@@ -40,11 +41,18 @@ def torch_linear(hidden, weight, target):
     return w, lambda h: F.cross_entropy(h @ w.t(), target), lambda: w.grad
 
 
-def liger(hidden, weight, target):
-    from liger_kernel.transformers.functional import liger_fused_linear_cross_entropy
+def liger(chunk_mem_const):
+    def build(hidden, weight, target):
+        from liger_kernel.transformers.functional import liger_fused_linear_cross_entropy
 
-    w = torch.nn.Parameter(weight.detach().clone())
-    return w, lambda h: liger_fused_linear_cross_entropy(h, w, target), lambda: w.grad
+        w = torch.nn.Parameter(weight.detach().clone())
+
+        def loss(h):
+            return liger_fused_linear_cross_entropy(h, w, target, chunk_mem_const=chunk_mem_const)
+
+        return w, loss, lambda: w.grad
+
+    return build
 
 
 def cce(filter_eps):
@@ -60,7 +68,10 @@ def cce(filter_eps):
 IMPLEMENTATIONS = {
     "bigvocab full": bigvocab_full,
     "torch linear+CE": torch_linear,
-    "liger FLCE": liger,
+    "liger FLCE": liger(1),
+    # Liger sizes its row chunks so that (rows, V) logits match the (N, H) input; at V / H in the
+    # thousands that is one row. 256 times that budget gives 64-row chunks at 1024 x 256 x 1M.
+    "liger FLCE (chunk_mem_const=256)": liger(256),
     "CCE (exact, filter_eps=None)": cce(None),
     "CCE (default filter)": cce("high"),
 }
@@ -96,18 +107,25 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out")
     parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--shapes", default=SHAPES, help="comma-separated NxHxV, run in this order")
+    parser.add_argument("--modes", default=MODES, help="comma-separated fp32, tf32, bf16, run in this order")
+    parser.add_argument("--impls", help="comma-separated names to run (default: all)")
     args = parser.parse_args()
+    shapes = [tuple(int(x) for x in shape.split("x")) for shape in args.shapes.split(",")]
+    implementations = {
+        name: build for name, build in IMPLEMENTATIONS.items() if not args.impls or name in args.impls.split(",")
+    }
     device = torch.device("cuda")
     props = torch.cuda.get_device_properties(device)
     print(f"device: {props.name}, torch {torch.__version__}", flush=True)
     rows = []
-    for n, h_dim, v in SHAPES:
+    for n, h_dim, v in shapes:
         gen = torch.Generator(device="cpu").manual_seed(0)
         hidden64 = torch.randn(n, h_dim, generator=gen, dtype=torch.float64) / math.sqrt(h_dim)
         weight64 = torch.randn(v, h_dim, generator=gen, dtype=torch.float64)
         target = torch.randint(0, v, (n,), generator=gen).to(device)
         ref_cache = {}
-        for mode in MODES:
+        for mode in args.modes.split(","):
             torch.backends.cuda.matmul.allow_tf32 = mode == "tf32"
             dtype = torch.bfloat16 if mode == "bf16" else torch.float32
             hidden0 = hidden64.to(device=device, dtype=dtype)
@@ -121,7 +139,7 @@ def main() -> int:
                 torch.cuda.empty_cache()
             ref = ref_cache[key]
             flops = 6 * n * h_dim * v
-            for name, build in IMPLEMENTATIONS.items():
+            for name, build in implementations.items():
                 row = {"impl": name, "N": n, "H": h_dim, "V": v, "mode": mode}
                 try:
                     owner, forward, weight_grad = build(hidden0, weight0, target)
