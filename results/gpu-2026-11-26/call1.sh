@@ -4,12 +4,7 @@
 # Needs .carry/brown (the shared Brown copy) and .carry/whl (Liger Kernel, Cut Cross-Entropy).
 # Usage on the device machine, from the repository root: bash results/gpu-2026-11-26/call1.sh
 set -u
-export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .carry/whl/*.whl \
-  >"$OUT/pip.log" 2>&1
-export PYTHONPATH=$PWD/src:/tmp/site
+source results/gpu-2026-11-26/device_env.sh
 {
   nvidia-smi -L; nproc; free -g | head -2
   python3 -c "import torch, numpy, numba, tqdm; print('torch', torch.__version__, 'cuda', torch.version.cuda, \

@@ -1,17 +1,12 @@
 #!/usr/bin/env bash
-# Device call 2 (a lent H100), one after the other so that no timing shares the machine:
+# Device call 2 (it ran on the lent H200), one after the other so that no timing shares the machine:
 #   1. bigvocab's full against Liger Kernel's and Cut Cross-Entropy's fused linear cross-entropy;
 #   2. the speed half of `bigvocab bench --full` on the GPU (bench_speed.py: V = 10k, 100k, 1M; N = 1024);
 #   3. the test suite with CUDA available, one line per test so that a cut-off run still names
 #      its failures.
 # Needs .carry/whl (Liger Kernel, Cut Cross-Entropy wheels). Each step has its own time limit.
 set -u
-export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .carry/whl/*.whl \
-  >"$OUT/pip.log" 2>&1
-export PYTHONPATH=$PWD/src:/tmp/site
+source results/gpu-2026-11-26/device_env.sh
 start=$(date +%s)
 here=results/gpu-2026-11-26
 

@@ -8,12 +8,7 @@
 # than 180 s (10k and 100k took about 130 s); Liger's default chunking costs 1.8 s a step at
 # 1024 x 256 x 1M, so its default row runs last.
 set -u
-export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .carry/whl/*.whl \
-  >"$OUT/pip.log" 2>&1
-export PYTHONPATH=$PWD/src:/tmp/site
+source results/gpu-2026-11-26/device_env.sh
 here=results/gpu-2026-11-26
 start=$(date +%s)
 
