@@ -8,7 +8,7 @@ exact test perplexity and its ratio to the floor at each evaluation step. Sessio
 
 Usage: python sizing.py [--vocab 10000] [--zipf 1.0] [--classes 50] [--lr 0.01] [--batch 256]
                         [--optimizer adam] [--evals 230,460,915,1830,3660] [--tokens 2000000]
-                        [--bias-init zero|unigram]
+                        [--bias-init zero|unigram] [--seed 0]
 """
 
 from __future__ import annotations
@@ -38,13 +38,14 @@ def main() -> None:
     parser.add_argument("--output", default="full")
     parser.add_argument("--evals", default="230,460,915,1830,3660")
     parser.add_argument("--test-tokens", type=int, default=20_000)
+    parser.add_argument("--seed", type=int, default=0, help="of the language, the weights and the batches")
     parser.add_argument("--bias-init", choices=["zero", "unigram"], default="zero",
                         help="unigram: the output bias starts at the log unigram frequency of the training split")
     args = parser.parse_args()
     torch.set_num_threads(1)
     quality = BenchConfig.full().quality
     spec = (f"synthetic:vocab_size={args.vocab},num_classes={args.classes},zipf={args.zipf},"
-            f"concentration={args.concentration},tokens={args.tokens},seed=0")
+            f"concentration={args.concentration},tokens={args.tokens},seed={args.seed}")
     corpus = load_corpus(spec, progress=False)
     floor = corpus.floor_perplexity
     counts = list(corpus.vocab.counts)
@@ -52,13 +53,13 @@ def main() -> None:
     unigram = unigram / unigram.sum()
     test = corpus.test[: args.test_tokens]
     unigram_ppl = float(torch.exp(-unigram[test].log().mean()))
-    torch.manual_seed(0)
+    torch.manual_seed(args.seed)
     model = build_model("nnlm", len(corpus.vocab), args.output, counts=counts, model_kwargs=quality.model_kwargs)
     if args.bias_init == "unigram":
         with torch.no_grad():
             model.output.scorer.bias.copy_(unigram.log())
     config = TrainConfig(epochs=1_000_000, batch_size=args.batch, optimizer=args.optimizer, lr=args.lr,
-                         lr_schedule="none", seed=0, progress=False)
+                         lr_schedule="none", seed=args.seed, progress=False)
     trainer = Trainer(model, corpus.train, None, config)
     print(f"{spec} floor {floor:.1f}, unigram model {unigram_ppl:.1f} ({unigram_ppl / floor:.2f}x); "
           f"{args.output}, {args.optimizer} lr {args.lr}, batch {args.batch}, bias init {args.bias_init}", flush=True)
