@@ -62,7 +62,7 @@ from bigvocab.data.batching import (
 )
 from bigvocab.errors import ConfigError
 from bigvocab.models.base import LanguageModel, check_flag
-from bigvocab.outputs.engine import engine_kind_of, layer_for_engine_kind
+from bigvocab.outputs.engine import HIERARCHICAL_SOFTMAX, NEGATIVE_SAMPLING, engine_kind_of, layer_for_engine_kind
 from bigvocab.registry import MODELS
 from bigvocab.validation import check_positive_int
 
@@ -78,10 +78,10 @@ WORD2VEC_MODELS = ("skipgram", "cbow")
 WORD2VEC_DEFAULTS = {"lr": 0.025, "lr_schedule": "linear", "min_lr": 1e-4, "optimizer": "sgd",
                      "epochs": 5, "min_count": 5, "patience": 0}
 #: ... the output layer of negative sampling (the registered layer with this ``engine_kind``) ...
-WORD2VEC_DEFAULT_KIND = "neg"
+WORD2VEC_DEFAULT_KIND = NEGATIVE_SAMPLING
 #: ... and, per ``engine_kind``, word2vec's layer options: a hierarchical softmax's node vectors
 #: (syn1) start from zero, without a bias.
-WORD2VEC_KIND_OPTIONS = {"hs": {"bias": False, "zero_init": True}}
+WORD2VEC_KIND_OPTIONS = {HIERARCHICAL_SOFTMAX: {"bias": False, "zero_init": True}}
 #: ``init`` -> half-width of the input vectors' uniform initial range, times vector_size.
 INIT_RANGES = {"word2vec": 0.5, "gensim": 1.0}
 

@@ -20,8 +20,11 @@ from typing import Optional
 
 from torch import Tensor
 
-#: The updates the engine compiles (see the module docstring).
-ENGINE_KINDS = ("neg", "hs")
+#: The updates the engine compiles (see the module docstring): negative sampling over free rows
+#: (word2vec's ``syn1neg``) and a hierarchical softmax over a binary tree (``syn1``).
+NEGATIVE_SAMPLING = "neg"
+HIERARCHICAL_SOFTMAX = "hs"
+ENGINE_KINDS = (NEGATIVE_SAMPLING, HIERARCHICAL_SOFTMAX)
 
 
 @dataclass

@@ -33,7 +33,7 @@ from bigvocab.errors import ConfigError
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.outputs.functional import DEFAULT_CHUNK_ELEMENTS, gather_rows, pairs_compiled
 from bigvocab.outputs.cost import Cost, dot_cost, hidden_cost
-from bigvocab.outputs.engine import EngineTables
+from bigvocab.outputs.engine import HIERARCHICAL_SOFTMAX, EngineTables
 from bigvocab.outputs.search import Children, tree_topk
 from bigvocab.outputs.trees import Tree, build_tree, segment_ranges, tree_side_inputs, walk_up
 from bigvocab.registry import OUTPUTS, TREES
@@ -122,7 +122,7 @@ class HierarchicalSoftmax(OutputLayer):
     sparse_grad = True
     topk_by_search = True
     variants = {kind: {"tree": kind} for kind in TREES.names()}
-    engine_kind = "hs"
+    engine_kind = HIERARCHICAL_SOFTMAX
 
     def __init__(
         self,

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from bigvocab.errors import ConfigError
-from bigvocab.outputs.engine import EngineTables
+from bigvocab.outputs.engine import NEGATIVE_SAMPLING, EngineTables
 from bigvocab.outputs.sampling import SamplerSpec, SamplingOutput, accidental_hits
 from bigvocab.outputs.scorers.linear import LinearScorer
 from bigvocab.registry import OUTPUTS
@@ -56,7 +56,7 @@ class NegativeSampling(SamplingOutput):
     # word2vec draws negatives per pair; a language model can share them across the batch
     # (Jozefowicz et al. 2016), which turns N x k gathered rows into k.
     variants = {"per-example": {}, "shared": {"shared": True}}
-    engine_kind = "neg"
+    engine_kind = NEGATIVE_SAMPLING
 
     def __init__(
         self,

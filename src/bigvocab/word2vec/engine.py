@@ -33,6 +33,7 @@ import torch
 from tqdm import tqdm
 
 from bigvocab.errors import ConfigError
+from bigvocab.outputs.engine import HIERARCHICAL_SOFTMAX
 from bigvocab.samplers.alias import build_alias_table
 from bigvocab.word2vec.corpus import PassedPages
 
@@ -92,7 +93,7 @@ def engine_arrays(model) -> EngineArrays:
         accept, alias = accept_t.numpy(), _long(alias_t)
     keep = model.keep_prob.cpu().numpy().astype(np.float64) if model.keep_prob is not None else np.ones(vocab_size)
     return EngineArrays(
-        syn0=_numpy_view(model.embedding.weight), syn1=_numpy_view(tables.rows), hs=tables.kind == "hs",
+        syn0=_numpy_view(model.embedding.weight), syn1=_numpy_view(tables.rows), hs=tables.kind == HIERARCHICAL_SOFTMAX,
         negative=tables.num_samples, accept=accept, alias=alias, path_offsets=_long(tables.path_offsets),
         path_rows=_long(tables.path_rows), path_codes=_long(tables.path_codes), keep_prob=keep,
         sg=model.model_name() == "skipgram", cbow_mean=bool(getattr(model.config, "cbow_mean", True)),

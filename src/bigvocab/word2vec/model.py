@@ -31,7 +31,7 @@ import torch
 from bigvocab.errors import CheckpointError, ConfigError, DataError
 from bigvocab.models import build_model
 from bigvocab.models.word2vec import WORD2VEC_DEFAULTS, word2vec_output_options
-from bigvocab.outputs.engine import engine_kind_of, layer_for_engine_kind
+from bigvocab.outputs.engine import HIERARCHICAL_SOFTMAX, NEGATIVE_SAMPLING, engine_kind_of, layer_for_engine_kind
 from bigvocab.registry import OUTPUTS
 from bigvocab.validation import check_positive_int
 from bigvocab.word2vec import corpus as corpus_io
@@ -138,7 +138,7 @@ class Word2Vec:
         self.progress = bool(progress)
         self.output_options = dict(output_options or {})
         self.output = self._choose_output(output)
-        if self.hogbatch and not (self.sg and engine_kind_of(self.output) == "neg"):
+        if self.hogbatch and not (self.sg and engine_kind_of(self.output) == NEGATIVE_SAMPLING):
             raise ConfigError("hogbatch=True shares negatives within a skip-gram window: it needs sg=1 and "
                               "negative sampling (hs=0)")
         self.module = None  # the bigvocab model, built by build_vocab
@@ -165,7 +165,7 @@ class Word2Vec:
         if not self.hs and not self.negative:
             raise ConfigError("negative=0 with hs=0 trains no output layer: set negative > 0 (negative sampling) "
                               "or hs=1 (hierarchical softmax)")
-        return layer_for_engine_kind("hs" if self.hs else "neg")
+        return layer_for_engine_kind(HIERARCHICAL_SOFTMAX if self.hs else NEGATIVE_SAMPLING)
 
     # ------------------------------------------------------------------ vocabulary
     def build_vocab(self, corpus_iterable: Optional[Iterable[Sequence[str]]] = None,
@@ -191,7 +191,7 @@ class Word2Vec:
         if not self.sg:
             model_kwargs["cbow_mean"] = bool(self.cbow_mean)
         output_kwargs = word2vec_output_options(self.output)
-        if engine_kind_of(self.output) == "neg":
+        if engine_kind_of(self.output) == NEGATIVE_SAMPLING:
             # neg refuses k >= V (the full softmax done badly); gensim allows it on toy vocabularies
             output_kwargs.update(num_samples=min(self.negative, len(words) - 1), ns_exponent=self.ns_exponent)
         output_kwargs.update(self.output_options)
@@ -209,12 +209,12 @@ class Word2Vec:
     @property
     def syn1neg(self) -> Optional[np.ndarray]:
         """gensim's output vectors of negative sampling (a view), or None."""
-        return self._engine_rows("neg")
+        return self._engine_rows(NEGATIVE_SAMPLING)
 
     @property
     def syn1(self) -> Optional[np.ndarray]:
         """gensim's Huffman-tree node vectors (a view), or None."""
-        return self._engine_rows("hs")
+        return self._engine_rows(HIERARCHICAL_SOFTMAX)
 
     def _engine_rows(self, kind: str) -> Optional[np.ndarray]:
         """The output layer's rows (a view) when it is word2vec's layer ``kind`` (see
