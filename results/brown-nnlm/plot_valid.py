@@ -1,7 +1,9 @@
 """Validation perplexity by epoch, one line per row (mean over its seeds, band from min to max),
 from the ``NAME-sSEED-metrics.jsonl`` files that ``run.sh`` runs leave (copied into one folder).
 
-    python results/brown-nnlm/plot_valid.py results/brown-nnlm/seeds OUT.png
+    python results/brown-nnlm/plot_valid.py results/brown-nnlm/seeds OUT.png [--rows NAME ...]
+
+``--rows`` plots those rows only (default: every row found; the palette has 20 colours).
 """
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import argparse
 import collections
 import json
 from pathlib import Path
+from typing import Optional
 
 
 def curves(folder: Path) -> dict[str, list[list[float]]]:
@@ -21,7 +24,7 @@ def curves(folder: Path) -> dict[str, list[list[float]]]:
     return rows
 
 
-def main(folder: Path, out: Path) -> None:
+def main(folder: Path, out: Path, names: Optional[list[str]] = None) -> None:
     try:
         import matplotlib
     except ImportError:
@@ -30,7 +33,13 @@ def main(folder: Path, out: Path) -> None:
     import matplotlib.pyplot as plt
 
     figure, axis = plt.subplots(figsize=(8, 5))
-    rows = sorted(curves(folder).items())
+    found = curves(folder)
+    missing = sorted(set(names or []) - set(found))
+    if missing:
+        raise SystemExit(f"no metrics for {', '.join(missing)} in {folder}")
+    rows = [(name, found[name]) for name in names] if names else sorted(found.items())
+    if len(rows) > 20:
+        raise SystemExit(f"{len(rows)} rows, more than the 20 colours: choose some with --rows")
     colours = plt.cm.tab20(range(len(rows)))  # one distinct colour per row, up to 20 rows
     for (name, seeds), colour in zip(rows, colours):
         epochs = min(len(s) for s in seeds)  # the epochs every seed reached
@@ -56,5 +65,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path)
     parser.add_argument("out", type=Path)
+    parser.add_argument("--rows", nargs="+", metavar="NAME", help="the rows to plot, in this order")
     args = parser.parse_args()
-    main(args.folder, args.out)
+    main(args.folder, args.out, args.rows)
