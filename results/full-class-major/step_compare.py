@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -33,6 +32,15 @@ from bigvocab.outputs.scorers import rows as rows_scorer
 HIDDEN, ROWS = 256, 1024
 
 
+def load_file(path: Path):
+    """The Python file at ``path`` as a module named after it."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def module_at(revision: str):
     """``bigvocab.outputs.functional`` as it was at ``revision``, as a separate module."""
     source = subprocess.run(
@@ -40,11 +48,7 @@ def module_at(revision: str):
     ).stdout
     path = Path(tempfile.mkdtemp()) / f"functional_{revision}.py"
     path.write_text(source)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[path.stem] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_file(path)
 
 
 def main() -> None:
@@ -78,12 +82,7 @@ def main() -> None:
             if round_index:
                 times[name].append(elapsed)
                 print(f"  round {round_index} {name}: {elapsed:.3f} s", flush=True)
-    flops = 6.0 * ROWS * args.vocab * HIDDEN
-    for name in names:
-        seconds = statistics.median(times[name])
-        gflops = flops / seconds / 1e9
-        print(f"{name:>20}  {seconds:8.3f} s  {gflops:6.1f} GFLOP/s  {100 * gflops / rate:5.1f}% of matmul"
-              f"  [{min(times[name]):.3f}-{max(times[name]):.3f}]")
+    load_file(Path(__file__).parents[1] / "full-row-blocks" / "step_compare.py").print_summary(times, args.vocab, rate)
 
 
 if __name__ == "__main__":

@@ -57,12 +57,19 @@ def main() -> None:
                 functional.MIN_ROW_BLOCK = saved
             if round_index:
                 times[name].append(elapsed)
-    flops = 6.0 * ROWS * args.vocab * HIDDEN
-    for name in names:
-        seconds = statistics.median(times[name])
+    print_summary(times, args.vocab, rate)
+
+
+def print_summary(times: dict[str, list[float]], vocab: int, rate: float) -> None:
+    """Each variant's median step, its GFLOP/s (the 6·N·V·H flops a softmax step must do), that
+    as a fraction of the matmul ``rate``, and the [min-max] of its steps."""
+    flops = 6.0 * ROWS * vocab * HIDDEN
+    width = max(map(len, times))
+    for name, steps in times.items():
+        seconds = statistics.median(steps)
         gflops = flops / seconds / 1e9
-        print(f"{name:>16}  {seconds:8.3f} s  {gflops:6.1f} GFLOP/s  {100 * gflops / rate:5.1f}% of matmul"
-              f"  [{min(times[name]):.3f}-{max(times[name]):.3f}]")
+        print(f"{name:>{width}}  {seconds:8.3f} s  {gflops:6.1f} GFLOP/s  {100 * gflops / rate:5.1f}% of matmul"
+              f"  [{min(steps):.3f}-{max(steps):.3f}]")
 
 
 if __name__ == "__main__":
