@@ -99,10 +99,10 @@ def _class_major_logits(
 ) -> Tensor:
     """(stop - start, N) logits of classes ``start:stop``, class-major, into ``out``.
 
-    The vocabulary-chunk passes take their logits as W_c hᵀ rather than h W_cᵀ: on the CPU
-    (MKL, one or two threads) the (C, H) x (H, N) product ran 10-15% faster per step for N = 1024
-    than the (N, H) x (H, C) one, and a chunk of classes is then a contiguous block of rows of the
-    scratch buffer (``results/full-class-major``).
+    The vocabulary-chunk passes take their logits as W_c hᵀ rather than h W_cᵀ: on the CPU (MKL)
+    the (C, H) x (H, N) product ran about 1.7x faster than the (N, H) x (H, C) one for N = 1024,
+    C = 16,384, H = 256, and the chunked step 1.09-1.25x faster; a chunk of classes is then a
+    contiguous block of rows of the scratch buffer (``results/full-class-major``).
     """
     if bias is None:
         return torch.mm(weight[start:stop], hidden.t(), out=out)
