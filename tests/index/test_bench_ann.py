@@ -19,6 +19,7 @@ def test_recall_counts_shared_ids_per_query():
 
 
 def test_the_ann_bench_writes_a_row_per_sweep_point(tmp_path, monkeypatch):
+    pytest.importorskip("faiss")  # the sweep includes a faiss-ivf row
     monkeypatch.setattr(ann, "SWEEPS", {"lsh": [({"bits": 6, "tables": 4}, [{"probes": 0}, {"probes": 2}])],
                                         "faiss-ivf": [({"nlist": 8}, [{"nprobe": 8, "candidates": 10}])]})
     args = argparse.Namespace(out=tmp_path, vocab_sizes="3000", hidden=16, batch=8, repeats=1, seed=0, outputs=None)

@@ -84,6 +84,16 @@ def test_row_blocks_are_not_used_below_the_minimum_block(monkeypatch):
     assert not calls
 
 
+def test_default_budget_follows_the_device_and_an_explicit_one_wins():
+    """None means 2**24 logits on the CPU and 2**28 on CUDA (where the row-blocked pass then runs
+    to V = 2M at N = 1024); a budget the caller gives is used as given on either."""
+    assert functional.chunk_budget(None, torch.device("cpu")) == functional.DEFAULT_CHUNK_ELEMENTS == 1 << 24
+    assert functional.chunk_budget(None, torch.device("cuda", 1)) == functional.CUDA_CHUNK_ELEMENTS == 1 << 28
+    assert functional.chunk_budget(None, "meta") == functional.DEFAULT_CHUNK_ELEMENTS
+    assert functional.chunk_budget(1000, torch.device("cuda")) == 1000
+    assert functional.CUDA_CHUNK_ELEMENTS // 1_000_000 >= functional.MIN_ROW_BLOCK * 2
+
+
 def _counting(function, calls):
     def wrapper(*args, **kwargs):
         calls.append(1)

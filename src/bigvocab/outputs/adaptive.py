@@ -27,7 +27,7 @@ from bigvocab.errors import ConfigError
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.outputs.cost import Cost, dot_cost, hidden_cost
 from bigvocab.outputs.dsoftmax import resolve_cutoffs
-from bigvocab.outputs.functional import DEFAULT_CHUNK_ELEMENTS, chunked_logsumexp, chunked_topk
+from bigvocab.outputs.functional import chunk_budget, chunked_logsumexp, chunked_topk
 from bigvocab.registry import OUTPUTS
 from bigvocab.validation import check_positive_float
 
@@ -69,7 +69,7 @@ class AdaptiveSoftmax(OutputLayer):
         div_value: cluster i projects h to ``int(H // div_value ** (i + 1))`` dimensions (at least 1).
         bias: a bias on the head (PyTorch's ``head_bias``; off by default, as there).
         counts: class frequencies, read only for the default cutoffs.
-        max_chunk_elements: logits held at once (None: 2**24, as in every layer). A block (the
+        max_chunk_elements: logits held at once (None: 2**24, 2**28 on CUDA, as in every layer). A block (the
             head, or a cluster's rows) within the budget keeps its logits from forward to backward,
             as PyTorch does; a larger one streams them in chunks and recomputes them in backward
             (about a third more matrix work). ``topk`` is always chunked.
@@ -157,8 +157,7 @@ class AdaptiveSoftmax(OutputLayer):
 
     def _block_log_prob(self, x: Tensor, weight: Tensor, bias: Optional[Tensor], target: Tensor) -> Tensor:
         """log softmax(x W^T + b)[target], (N,)."""
-        budget = DEFAULT_CHUNK_ELEMENTS if self.max_chunk_elements is None else self.max_chunk_elements
-        if x.shape[0] * weight.shape[0] <= budget:
+        if x.shape[0] * weight.shape[0] <= chunk_budget(self.max_chunk_elements, x.device):
             return _LinearLogProb.apply(x, weight, bias, target)
         log_z, logit = chunked_logsumexp(x, weight, bias, target, max_chunk_elements=self.max_chunk_elements)
         return logit - log_z

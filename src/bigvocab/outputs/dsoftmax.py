@@ -84,7 +84,7 @@ class DifferentiatedSoftmax(OutputLayer):
         dims: embedding size of each band (= its hidden section), default halving from band to band.
         counts: class frequencies, read only for the default cutoffs.
         bias: a bias per class.
-        max_chunk_elements: logits held at once in the exact computations (None: 2**24).
+        max_chunk_elements: logits held at once in the exact computations (None: 2**24, 2**28 on CUDA).
         device, dtype: where the parameters are created.
 
     Parameters: ``weights[b]`` (|band_b|, d_b) and ``biases[b]`` (|band_b|,).

@@ -19,6 +19,13 @@ from torch import Tensor
 #: Chunks hold at most this many logits (64 MiB in float32) unless the caller says otherwise.
 DEFAULT_CHUNK_ELEMENTS = 1 << 24
 
+#: The default budget on a CUDA device (1 GiB in float32). There the cost of a softmax step at
+#: large V is the number of (N, H) x (H, V) products, and this budget lets the row-blocked pass
+#: (three products, :data:`MIN_ROW_BLOCK` rows or more at once) run up to V = 2M at N = 1024, where
+#: 64 MiB forces vocabulary chunks (four products). On the CPU the smaller block stays faster: its
+#: pages are touched once and it fits the step's working set (``results/gpu-2026-11-26``).
+CUDA_CHUNK_ELEMENTS = 1 << 28
+
 #: :func:`distinct_ids` sorts the ids rather than marking the classes above this many classes per
 #: id (measured at 1 thread: at V = 1M, 6k ids sort in 0.3 ms against 1.5 ms to mark, 26k ids cost
 #: the same either way; at V = 100k-300k and 26k ids marking is 1.5-2x faster).
@@ -78,9 +85,16 @@ def distinct_ids(ids: Tensor, num_classes: int) -> tuple[Tensor, Tensor]:
     return unique, position[ids]
 
 
-def chunk_size_for(num_rows: int, num_classes: int, max_elements: Optional[int]) -> int:
-    """Classes per chunk so that a (num_rows, chunk) block holds at most ``max_elements``."""
-    budget = DEFAULT_CHUNK_ELEMENTS if max_elements is None else max_elements
+def chunk_budget(max_elements: Optional[int], device: torch.device) -> int:
+    """Logits a chunk may hold: ``max_elements`` when the caller gives it, else the default of
+    ``device``'s kind (:data:`CUDA_CHUNK_ELEMENTS` on CUDA, :data:`DEFAULT_CHUNK_ELEMENTS` elsewhere)."""
+    if max_elements is not None:
+        return max_elements
+    return CUDA_CHUNK_ELEMENTS if torch.device(device).type == "cuda" else DEFAULT_CHUNK_ELEMENTS
+
+
+def chunk_size_for(num_rows: int, num_classes: int, budget: int) -> int:
+    """Classes per chunk so that a (num_rows, chunk) block holds at most ``budget`` logits."""
     return max(1, min(num_classes, budget // max(1, num_rows)))
 
 
@@ -319,8 +333,9 @@ def chunked_logsumexp(
     gradients are recomputed by vocabulary chunks).
     """
     num_rows, num_classes = hidden.shape[0], weight.shape[0]
-    chunk = chunk_size_for(num_rows, num_classes, max_chunk_elements)
-    rows_that_fit = (DEFAULT_CHUNK_ELEMENTS if max_chunk_elements is None else max_chunk_elements) // num_classes
+    budget = chunk_budget(max_chunk_elements, hidden.device)
+    chunk = chunk_size_for(num_rows, num_classes, budget)
+    rows_that_fit = budget // num_classes
     use_row_blocks = equal_row_weights and MIN_ROW_BLOCK <= rows_that_fit < num_rows
     return _ChunkedLogSumExp.apply(hidden, weight, bias, target, chunk, rows_that_fit if use_row_blocks else 0)
 
@@ -338,7 +353,7 @@ def chunked_topk(
     One pass over the vocabulary keeps a running top-k of the logits and a running log Z.
     """
     num_rows, num_classes = hidden.shape[0], weight.shape[0]
-    chunk = max(k, chunk_size_for(num_rows, num_classes, max_chunk_elements))
+    chunk = max(k, chunk_size_for(num_rows, num_classes, chunk_budget(max_chunk_elements, hidden.device)))
     log_z = hidden.new_full((num_rows,), float("-inf"))
     best_values = hidden.new_empty((num_rows, 0))
     best_ids = torch.empty((num_rows, 0), dtype=torch.long, device=hidden.device)

@@ -40,7 +40,7 @@ class ScoredOutput(OutputLayer):
             ``"cnn"`` (rows from spelling), any registered scorer name
             (``bigvocab.factory.list_scorers()``), or a built Scorer.
         bias, max_chunk_elements: passed to the scorer (a per-class bias; scores held at once by
-            exact whole-vocabulary computations, None = 2**24).
+            exact whole-vocabulary computations, None = 2**24, 2**28 on CUDA).
         device, dtype: where the parameters are created.
         **scorer_options: the scorer's own options (``words=``, ``correction_dim=``... for cnn).
 

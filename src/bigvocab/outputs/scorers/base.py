@@ -61,7 +61,8 @@ class Scorer(nn.Module):
         self.num_classes = check_positive_int("num_classes", num_classes)
         if max_chunk_elements is not None:
             check_positive_int("max_chunk_elements", max_chunk_elements)
-        #: Scores held at once by whole-vocabulary computations; None = the library default (2**24).
+        #: Scores held at once by whole-vocabulary computations; None = the library default
+        #: (``functional.chunk_budget``: 2**24, 2**28 on CUDA).
         self.max_chunk_elements = max_chunk_elements
         #: Set by the owning objective: gather per-word rows with sparse gradients.
         self.sparse_grad = False

@@ -28,7 +28,7 @@ class LinearScorer(RowScorer):
         num_classes: V.
         bias: learn a per-class bias.
         max_chunk_elements: scores held at once by exact whole-vocabulary computations (None:
-            2**24, i.e. 64 MiB in float32).
+            2**24, i.e. 64 MiB in float32, or 2**28 on CUDA: ``functional.chunk_budget``).
         device, dtype: where the parameters are created (PyTorch's factory keywords).
     """
 

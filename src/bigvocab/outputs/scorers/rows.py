@@ -14,7 +14,7 @@ from torch import Tensor, nn
 
 from bigvocab.outputs.cost import PASSES, Cost, dot_cost
 from bigvocab.outputs.functional import (
-    DEFAULT_CHUNK_ELEMENTS,
+    chunk_budget,
     chunked_logsumexp,
     chunked_topk,
     distinct_ids,
@@ -90,7 +90,7 @@ class RowScorer(Scorer):
 
         unique, inverse = distinct_ids(ids, self.num_classes)
         rows = self.rows(unique)
-        budget = DEFAULT_CHUNK_ELEMENTS if self.max_chunk_elements is None else self.max_chunk_elements
+        budget = chunk_budget(self.max_chunk_elements, hidden.device)
         distinct = unique.numel()
         if distinct <= PRODUCT_ADVANTAGE * ids.shape[1] and ids.shape[0] * distinct <= budget:
             logits = (hidden @ rows.t()).gather(1, inverse)
