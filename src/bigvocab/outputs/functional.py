@@ -19,11 +19,12 @@ from torch import Tensor
 #: Chunks hold at most this many logits (64 MiB in float32) unless the caller says otherwise.
 DEFAULT_CHUNK_ELEMENTS = 1 << 24
 
-#: The default budget on a CUDA device (1 GiB in float32). There the cost of a softmax step at
-#: large V is the number of (N, H) x (H, V) products, and this budget lets the row-blocked pass
-#: (three products, :data:`MIN_ROW_BLOCK` rows or more at once) run up to V = 2M at N = 1024, where
-#: 64 MiB forces vocabulary chunks (four products). On the CPU the smaller block stays faster: its
-#: pages are touched once and it fits the step's working set (``results/gpu-2026-11-26``).
+#: The default budget on a CUDA device (1 GiB in float32). It lets the row-blocked pass (three
+#: products, :data:`MIN_ROW_BLOCK` rows or more at once) run up to V = 2M at N = 1024, where 64 MiB
+#: forces vocabulary chunks (four products): on an H100 the step at N x H x V = 1024 x 256 x 1M
+#: went from 68.3 to 51.5 ms (``results/gpu-2026-11-26``, section 5). On the CPU the larger budget
+#: does not pay: row blocks of 512 MiB ran 28.2 s a step there against 27.2 s for the class-major
+#: chunks (``results/full-row-blocks/v1m-s12.log``).
 CUDA_CHUNK_ELEMENTS = 1 << 28
 
 #: :func:`distinct_ids` sorts the ids rather than marking the classes above this many classes per
@@ -123,12 +124,23 @@ def _class_major_logits(
     return torch.addmm(bias[start:stop].unsqueeze(1), weight[start:stop], hidden.t(), out=out)
 
 
+def accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype log Z is accumulated in: float32 for bfloat16/float16 logits, else their own.
+
+    A running log Z kept in bfloat16 stops growing once a chunk's share falls below its spacing
+    (0.06 at log Z = 13): over 196 chunks of a V = 200k softmax it ended 1.7 nats low."""
+    return torch.promote_types(dtype, torch.float32)
+
+
 def _logsumexp_(logits: Tensor, dim: int = 1) -> tuple[Tensor, Tensor]:
     """(peak, log Σ exp) over ``dim`` of 2-D ``logits``, which it overwrites with
-    exp(logits - peak): no temporaries of its size."""
+    exp(logits - peak): no temporaries of its size. The peak keeps the logits' dtype; the log-sum
+    is summed and returned in :func:`accumulation_dtype`."""
     peak = logits.amax(dim=dim)
     peak = torch.where(torch.isfinite(peak), peak, torch.zeros_like(peak))
-    return peak, peak + torch.log(logits.sub_(peak.unsqueeze(dim)).exp_().sum(dim=dim))
+    wide = accumulation_dtype(logits.dtype)
+    sum_exp = logits.sub_(peak.unsqueeze(dim)).exp_().sum(dim=dim, dtype=wide)
+    return peak, peak.to(wide) + torch.log(sum_exp)
 
 
 class _ChunkedLogSumExp(torch.autograd.Function):
@@ -160,7 +172,7 @@ class _ChunkedLogSumExp(torch.autograd.Function):
             ctx.kept = None
             return _finish_forward(ctx, hidden, weight, bias, target, log_z, chunk)
         num_classes = weight.shape[0]
-        log_z = hidden.new_full((hidden.shape[0],), float("-inf"))
+        log_z = hidden.new_full((hidden.shape[0],), float("-inf"), dtype=accumulation_dtype(hidden.dtype))
         buffer = hidden.new_empty((min(chunk, num_classes), hidden.shape[0]))
         for start in range(0, num_classes, chunk):
             stop = min(start + chunk, num_classes)
@@ -179,7 +191,7 @@ class _ChunkedLogSumExp(torch.autograd.Function):
         need_hidden, need_weight, need_bias = ctx.needs_input_grad[:3]
         need_bias = need_bias and bias is not None
         # P = probs * row_scale: the kept chunk is exp(logits - peak), recomputed ones softmax.
-        row_scale = grad_log_z if ctx.kept is None else grad_log_z * torch.exp(ctx.kept[1] - log_z)
+        row_scale = grad_log_z if ctx.kept is None else grad_log_z * torch.exp(ctx.kept[1] - log_z).to(hidden.dtype)
         sum_probs_weight, grad_weight, grad_bias = _chunked_grads(
             hidden, weight, bias, log_z, row_scale, ctx.chunk, ctx.kept, (need_hidden, need_weight, need_bias)
         )
@@ -239,9 +251,9 @@ def _finish_forward(ctx, hidden, weight, bias, target, log_z, chunk):
     target_logit = (hidden * weight.index_select(0, target)).sum(1)
     if bias is not None:
         target_logit = target_logit + bias.index_select(0, target)
-    ctx.save_for_backward(hidden, weight, bias, target, log_z)
+    ctx.save_for_backward(hidden, weight, bias, target, log_z)  # in accumulation_dtype, for the backward
     ctx.chunk = chunk
-    return log_z, target_logit
+    return log_z.to(hidden.dtype), target_logit
 
 
 def _row_blocked_pass(
@@ -258,7 +270,7 @@ def _row_blocked_pass(
     """
     need_hidden, need_weight, need_bias = needs
     num_rows = hidden.shape[0]
-    log_z = hidden.new_empty(num_rows)
+    log_z = hidden.new_empty(num_rows, dtype=accumulation_dtype(hidden.dtype))
     grads = {
         "hidden": hidden.new_empty(hidden.shape) if need_hidden else None,
         "weight": torch.empty_like(weight) if need_weight else None,
@@ -272,7 +284,7 @@ def _row_blocked_pass(
         _chunk_logits(rows, weight, bias, 0, weight.shape[0], out=exp_logits)
         peak, block_log_z = _logsumexp_(exp_logits)
         log_z[start:stop] = block_log_z
-        scale = torch.exp(peak - block_log_z)
+        scale = torch.exp(peak - block_log_z).to(hidden.dtype)
         if grads["hidden"] is not None:
             torch.mm(exp_logits, weight, out=grads["hidden"][start:stop]).mul_(scale.unsqueeze(1))
         # The first block writes the (V, H) sums, the others add to them: no zero-filling pass.
@@ -354,16 +366,16 @@ def chunked_topk(
     """
     num_rows, num_classes = hidden.shape[0], weight.shape[0]
     chunk = max(k, chunk_size_for(num_rows, num_classes, chunk_budget(max_chunk_elements, hidden.device)))
-    log_z = hidden.new_full((num_rows,), float("-inf"))
+    log_z = hidden.new_full((num_rows,), float("-inf"), dtype=accumulation_dtype(hidden.dtype))
     best_values = hidden.new_empty((num_rows, 0))
     best_ids = torch.empty((num_rows, 0), dtype=torch.long, device=hidden.device)
     with torch.no_grad():
         for start in range(0, num_classes, chunk):
             logits = _chunk_logits(hidden, weight, bias, start, min(start + chunk, num_classes))
-            log_z = torch.logaddexp(log_z, torch.logsumexp(logits, dim=1))
             values, ids = logits.topk(min(k, logits.shape[1]), dim=1)
+            log_z = torch.logaddexp(log_z, _logsumexp_(logits)[1])  # after topk: it overwrites the logits
             merged_values = torch.cat([best_values, values], dim=1)
             merged_ids = torch.cat([best_ids, ids + start], dim=1)
             best_values, order = merged_values.topk(min(k, merged_values.shape[1]), dim=1)
             best_ids = merged_ids.gather(1, order)
-    return best_values - log_z.unsqueeze(1), best_ids
+    return (best_values - log_z.unsqueeze(1)).to(hidden.dtype), best_ids
