@@ -38,6 +38,22 @@ def test_full_preset_and_overrides():
     assert config.quality == BenchConfig.full().quality
 
 
+def test_the_quality_language_takes_the_presets_zipf_exponent():
+    """The full preset's quality runs use the steeper language its sizing measured (zipf 1.5,
+    results/quality-sizing-2026-11-26); the corpus the bench loads must be that language."""
+    from bigvocab.bench.quality import quality_tasks
+    from bigvocab.data.corpora import load_corpus
+
+    full, quick = BenchConfig.full(), BenchConfig.quick()
+    assert (full.quality.zipf, full.quality.optimizer, full.quality.lr) == (1.5, "adagrad", 0.1)
+    assert quick.quality.zipf == 1.0
+    task = quality_tasks(full)[0]
+    spec = task.spec.replace(f"tokens={full.quality.train_tokens}", "tokens=3000")
+    steep = load_corpus(spec, progress=False)
+    flat = load_corpus(spec.replace("zipf=1.5", "zipf=1.0"), progress=False)
+    assert steep.floor_perplexity < flat.floor_perplexity
+
+
 def test_quick_and_full_are_exclusive(capsys):
     with pytest.raises(SystemExit):
         parse("--quick", "--full")

@@ -4,8 +4,8 @@ The quick preset is sized so that speed *and* quality finish in under ten minute
 CPU cores: a full-softmax step at V = 100k, H = 256, N = 128 takes about 0.4 s there and every
 layer is paired with one such step per repetition, slow operations get fewer repetitions
 (``op_budget_seconds``) and every quality run trains for the same few seconds. The full
-preset adds V = 1M with N = 1024 (a full step there takes tens of seconds) and larger quality
-runs: about an hour on the same machine.
+preset adds V = 1M with N = 1024 (a full step there takes tens of seconds) and quality runs long
+enough for ``full`` to come within 1.5x of the synthetic floor at V = 10k: hours on the same machine.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ class QualityConfig:
     large_vocab: int = 10_000
     #: classes of the synthetic language (its bigram structure lives on classes).
     num_classes: int = 50
+    #: exponent of the synthetic language's within-class Zipf law (``SyntheticLanguage``'s zipf).
+    zipf: float = 1.0
     #: tokens of the synthetic training split (valid and test a tenth each).
     train_tokens: int = 25_000
     #: exact test perplexity on the first this many test tokens (None: the whole test split); the
@@ -103,18 +105,27 @@ class BenchConfig:
     def full(cls, **overrides) -> "BenchConfig":
         """The long run, at the sizes of the literature's comparisons: V up to 1M, N = 1024 (a full
         step at V = 1M then takes tens of seconds), three repetitions, test-time timings on up to
-        2**28 floats (N' = 268 rows at V = 1M), and quality runs of 120 s of training per layer
-        on V = 10k and 100k (2M-token splits, perplexity on 20k test tokens at 15, 30, 60 and 120 s),
-        then the word2vec rows of ``bench --word2vec``. About two hours on two quiet CPU cores."""
+        2**28 floats (N' = 268 rows at V = 1M), and quality runs of 360 s of training per layer
+        on V = 10k and 100k (2M-token splits, perplexity on 20k test tokens at 45, 90, 180 and
+        360 s), then the word2vec rows of ``bench --word2vec``. About six hours on two quiet CPU
+        cores, most of it the quality runs.
+
+        The quality runs' language (Zipf exponent 1.5 within classes) and optimiser (Adagrad at
+        0.1) are those under which ``full`` came within 1.5x of the floor at V = 10k in the steps
+        360 s buy on two CPU cores (1.46-1.51x over three seeds at 5,490 steps of 256, against
+        3.57x for zipf 1.0 with Adam at the 120 s of before: ``results/quality-sizing-2026-11-26``)."""
         quality = QualityConfig(
             small_vocab=10_000,
             large_vocab=100_000,
+            zipf=1.5,
             train_tokens=2_000_000,
             test_tokens=20_000,
             brown_train_tokens=None,
-            budget_seconds=120.0,
+            budget_seconds=360.0,
             threads=None,
             batch_size=256,
+            optimizer="adagrad",
+            lr=0.1,
             model_kwargs={"embedding_dim": 32, "hidden_dim": 128, "context": 4},
         )
         settings = dict(

@@ -49,7 +49,7 @@ def quality_tasks(config: BenchConfig) -> list[QualityTask]:
     tasks = [
         QualityTask(
             f"synthetic V={vocab}",
-            f"synthetic:vocab_size={vocab},num_classes={min(quality.num_classes, vocab)},"
+            f"synthetic:vocab_size={vocab},num_classes={min(quality.num_classes, vocab)},zipf={quality.zipf},"
             f"tokens={quality.train_tokens},seed={config.seed}",
             quality.train_tokens,
         )

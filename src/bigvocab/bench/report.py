@@ -364,7 +364,7 @@ def _quality_caption(config: BenchConfig) -> str:
     return (
         f"NNLM {q.model_kwargs}, trained for {q.budget_seconds:g} s of wall time per layer (evaluation "
         "excluded; as many passes over the training split as fit: synthetic "
-        f"{q.train_tokens:,} tokens, Brown {'all' if q.brown_train_tokens is None else f'{q.brown_train_tokens:,}'}), "
+        f"{q.train_tokens:,} tokens with a within-class Zipf exponent of {q.zipf:g}, Brown {'all' if q.brown_train_tokens is None else f'{q.brown_train_tokens:,}'}), "
         f"batch {q.batch_size}, {q.threads or 'all'} intra-op thread(s), "
         f"optimiser {q.optimizer} (lr {q.lr}), seed {config.seed}, "
         + (
