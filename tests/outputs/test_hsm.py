@@ -94,10 +94,13 @@ def test_log_softmax_in_row_chunks_matches_the_path_products(tree, bias):
 
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-def test_compiled_log_softmax_matches_the_differentiable_pass(bias, dtype):
+def test_compiled_log_softmax_matches_the_differentiable_pass(monkeypatch, bias, dtype):
     """Without autograd a binary tree takes the compiled top-down pass (rows over threads, row
     chunks); it must equal the differentiable level-by-level pass and the path products."""
+    from bigvocab.outputs import kernel_threads
     from bigvocab.outputs.tree_kernels import binary_leaf_log_probs
+
+    monkeypatch.setattr(kernel_threads, "MIN_WORK_PER_THREAD", 1)  # small sizes, yet split over threads
 
     layer = _layer(_trees()["huffman"], bias=bias, max_chunk_elements=H).to(dtype)
     hidden = torch.randn(37, H, dtype=dtype)

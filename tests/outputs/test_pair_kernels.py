@@ -2,6 +2,7 @@
 import pytest
 import torch
 
+from bigvocab.outputs import kernel_threads
 from bigvocab.outputs.pair_kernels import flat_pair_dots, pair_dots
 
 
@@ -10,7 +11,8 @@ def _reference(hidden, table, index):
 
 
 @pytest.mark.parametrize("threads", [1, 3])
-def test_scores_and_gradients_equal_the_gathered_product_in_float64(threads):
+def test_scores_and_gradients_equal_the_gathered_product_in_float64(monkeypatch, threads):
+    monkeypatch.setattr(kernel_threads, "MIN_WORK_PER_THREAD", 1)  # small sizes, yet split over threads
     generator = torch.Generator().manual_seed(0)
     hidden = torch.randn(11, 6, dtype=torch.float64, generator=generator, requires_grad=True)
     table = torch.randn(5, 6, dtype=torch.float64, generator=generator, requires_grad=True)
@@ -76,9 +78,10 @@ def test_a_layer_gets_the_same_loss_and_gradients_from_the_kernel_and_from_the_p
 
 
 @pytest.mark.parametrize("threads", [1, 3])
-def test_flat_pairs_of_uneven_counts_equal_the_gathered_products(threads):
+def test_flat_pairs_of_uneven_counts_equal_the_gathered_products(monkeypatch, threads):
     """A tree's paths: each example names a different number of rows (one none at all), some rows
     are named twice by one example, one row by nobody."""
+    monkeypatch.setattr(kernel_threads, "MIN_WORK_PER_THREAD", 1)
     generator = torch.Generator().manual_seed(3)
     hidden = torch.randn(5, 7, dtype=torch.float64, generator=generator, requires_grad=True)
     table = torch.randn(6, 7, dtype=torch.float64, generator=generator, requires_grad=True)

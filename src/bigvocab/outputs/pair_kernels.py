@@ -14,7 +14,8 @@ The pairs are grouped by table row once (a counting sort): the scores and the ro
 walk the table row by row, each row read or written once while the small (N, H) hidden states
 take the random accesses; the hidden states' gradient walks the pairs grouped by example. The
 kernels release the GIL and take ranges of table rows (scores, gradient of the rows) or of
-examples (gradient of h) on plain Python threads, so no two threads write the same element.
+examples (gradient of h) on plain Python threads, so no two threads write the same element; the
+ranges hold equal numbers of pairs (:func:`~bigvocab.outputs.kernel_threads.run_in_ranges`).
 """
 from __future__ import annotations
 
@@ -133,7 +134,9 @@ class _PairDots(torch.autograd.Function):
         by_row = _group(row, table.shape[0])
         out = hidden.new_empty(example.shape[0])
         arrays = (hidden.numpy(), table.numpy(), *by_row, example, out.numpy())
-        run_in_ranges(_dots, arrays, table.shape[0], torch.get_num_threads())
+        run_in_ranges(
+            _dots, arrays, table.shape[0], torch.get_num_threads(), work=by_row[0], work_per_item=table.shape[1]
+        )
         ctx.save_for_backward(hidden, table)
         ctx.pairs = example, row, by_row
         return out
@@ -148,11 +151,17 @@ class _PairDots(torch.autograd.Function):
             hidden_grad = torch.empty_like(hidden)
             by_example = _group(example, hidden.shape[0])
             arrays = (grad, table.numpy(), row, *by_example, hidden_grad.numpy())
-            run_in_ranges(_hidden_grad, arrays, hidden.shape[0], torch.get_num_threads())
+            run_in_ranges(
+                _hidden_grad, arrays, hidden.shape[0], torch.get_num_threads(),
+                work=by_example[0], work_per_item=table.shape[1],
+            )
         if ctx.needs_input_grad[1]:
             table_grad = torch.empty_like(table)
             arrays = (grad, hidden.numpy(), *by_row, example, table_grad.numpy())
-            run_in_ranges(_table_grad, arrays, table.shape[0], torch.get_num_threads())
+            run_in_ranges(
+                _table_grad, arrays, table.shape[0], torch.get_num_threads(),
+                work=by_row[0], work_per_item=table.shape[1],
+            )
         return hidden_grad, table_grad, None, None
 
 

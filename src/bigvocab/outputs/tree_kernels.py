@@ -59,5 +59,5 @@ def binary_leaf_log_probs(logits: Tensor, children: Tensor, *, threads: int) -> 
     log_sig_neg = torch.nn.functional.softplus(logits, threshold=40.0).neg_()
     out = logits.new_empty(logits.shape[0], logits.shape[1] + 1)
     arrays = (logits.numpy(), log_sig_neg.numpy(), children.contiguous().numpy(), out.numpy())
-    run_in_ranges(_top_down, arrays, logits.shape[0], threads)
+    run_in_ranges(_top_down, arrays, logits.shape[0], threads, work_per_item=logits.shape[1])
     return out
