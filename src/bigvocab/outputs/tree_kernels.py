@@ -59,5 +59,8 @@ def binary_leaf_log_probs(logits: Tensor, children: Tensor, *, threads: int) -> 
     log_sig_neg = torch.nn.functional.softplus(logits, threshold=40.0).neg_()
     out = logits.new_empty(logits.shape[0], logits.shape[1] + 1)
     arrays = (logits.numpy(), log_sig_neg.numpy(), children.contiguous().numpy(), out.numpy())
-    run_in_ranges(_top_down, arrays, logits.shape[0], threads, work_per_item=logits.shape[1])
+    # A node's visit (two loads, two stores, two additions) weighs as two multiply-adds of the
+    # pair kernels: at V = 1M two threads paid from 16 rows on (1.25x), not at 4 (0.98x)
+    # (results/kernel-threads/tree_pass_threads.py).
+    run_in_ranges(_top_down, arrays, logits.shape[0], threads, work_per_item=2 * logits.shape[1])
     return out
