@@ -11,7 +11,7 @@ import pytest
 
 from bigvocab.bench import formatting as fmt
 from bigvocab.bench.config import BenchConfig
-from bigvocab.bench.plots import write_plots
+from bigvocab.bench.plots import spread_labels, write_plots
 from bigvocab.bench.recommend import recommend
 from bigvocab.bench.rows import CurvePoint, OperationTiming, QualityRow, SpeedRow
 from bigvocab.bench.report import (
@@ -178,6 +178,25 @@ def test_plots_are_written(results, tmp_path):
     paths, notes = write_plots(results, tmp_path)
     assert [p.name for p in paths] == ["speedup_vs_vocab.png", "perplexity_vs_time.png"]
     assert all(p.stat().st_size > 1000 for p in paths) and notes == []
+
+
+def test_end_labels_that_would_overlap_are_spread_symmetrically_and_others_stay_put():
+    """The session-13 V = 10k curves ended at 1.40x (nce) and 1.41x (full), 1.29x and 1.29x
+    (sampled, hsm): their labels printed over each other."""
+    wanted = [0.50, 0.15, 0.10, 0.11, 0.12, 0.30]
+    placed = spread_labels(wanted, gap=0.02)
+    assert placed[0] == 0.50 and placed[5] == 0.30  # alone: where their curves end
+    crowded = sorted(placed[1:5])
+    assert all(b - a >= 0.02 - 1e-12 for a, b in zip(crowded, crowded[1:]))
+    assert sum(placed[1:5]) / 4 == pytest.approx(sum(wanted[1:5]) / 4)  # centred on the crowd
+    assert sorted(range(6), key=placed.__getitem__) == sorted(range(6), key=wanted.__getitem__)  # order kept
+
+
+def test_a_spread_run_that_reaches_the_next_label_takes_it_in():
+    placed = spread_labels([0.0, 0.0, 0.0, 0.035], gap=0.02)
+    ordered = sorted(placed)
+    assert all(b - a >= 0.02 - 1e-12 for a, b in zip(ordered, ordered[1:]))
+    assert sum(placed) / 4 == pytest.approx(0.035 / 4)
 
 
 def test_plots_without_matplotlib_say_why(results, tmp_path, monkeypatch):

@@ -3,12 +3,13 @@
 * ``speedup_vs_vocab.png`` -- training speed-up over ``full`` against V, log-log, with the
   interquartile range of the paired ratios as error bars.
 * ``perplexity_vs_time.png`` -- exact test perplexity (as a ratio to the floor where it is known)
-  against training wall time, one curve per layer (its label at the curve's end and in the
-  legend), one panel per corpus.
+  against training wall time, one curve per layer (its label at the curve's end, moved apart from
+  its neighbours' where curves end close together, and in the legend), one panel per corpus.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from bigvocab.bench.rows import QualityRow, SpeedRow
@@ -82,12 +83,11 @@ def _perplexity_plot(plt, rows: list[QualityRow], path: Path) -> Path:
             times = [p.train_seconds for p in row.curve]
             values = [p.ppl_ratio if relative else p.test_ppl for p in row.curve]
             axes.plot(times, values, label=row.approach, markersize=4, **_style(plt, labels.index(row.approach)))
-            end = (times[-1], values[-1])
-            axes.annotate(row.approach, end, fontsize=7, xytext=(4, 0), textcoords="offset points", va="center")
         if relative:
             axes.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
         axes.set_xscale("log")
         axes.set_yscale("log")  # a diverged layer sits orders of magnitude above the rest
+        _label_curve_ends(axes, [(r.approach, r.curve[-1].train_seconds, r.curve[-1].ppl_ratio if relative else r.curve[-1].test_ppl) for r in mine])
         axes.set_xlabel("training wall time (s)")
         axes.set_ylabel("exact test perplexity / floor" if relative else "exact test perplexity")
         axes.set_title(dataset)
@@ -96,3 +96,40 @@ def _perplexity_plot(plt, rows: list[QualityRow], path: Path) -> Path:
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return path
+
+
+#: the least vertical distance between two end labels, as a fraction of the (log) y-axis: a
+#: 7-point line is about 2% of the 5.5-inch figure's axes.
+_LABEL_GAP = 0.03
+
+
+def _label_curve_ends(axes, ends: list[tuple[str, float, float]]) -> None:
+    """Write each curve's label (label, x, y) right of its last point on log-log axes, moved
+    vertically just enough that no two labels overlap, with a thin line back to the point when moved."""
+    low, high = (math.log10(v) for v in axes.get_ylim())
+    heights = spread_labels([math.log10(y) for _, _, y in ends], _LABEL_GAP * (high - low))
+    for (label, x, y), height in zip(ends, heights):
+        moved = abs(height - math.log10(y)) > 1e-9
+        axes.annotate(
+            label, (x, y), xytext=(x * 1.05, 10**height), textcoords="data", fontsize=7, va="center",
+            arrowprops={"arrowstyle": "-", "linewidth": 0.4, "color": "grey"} if moved else None,
+        )
+
+
+def spread_labels(positions: list[float], gap: float) -> list[float]:
+    """Label positions on one axis, each as near its wanted position as it can be with at least
+    ``gap`` between any two: labels that would crowd form a run spaced ``gap`` apart, centred on
+    the mean of their wanted positions (runs that then touch merge). Returned in input order."""
+    order = sorted(range(len(positions)), key=lambda i: positions[i])
+    runs: list[tuple[float, list[int]]] = []  # (position of the run's first label, members)
+    for index in order:
+        runs.append((positions[index], [index]))
+        while len(runs) > 1 and runs[-2][0] + len(runs[-2][1]) * gap > runs[-1][0]:
+            members = runs[-2][1] + runs.pop()[1]
+            centre = sum(positions[i] for i in members) / len(members)
+            runs[-1] = (centre - (len(members) - 1) * gap / 2, members)
+    placed = [0.0] * len(positions)
+    for start, members in runs:
+        for rank, index in enumerate(members):
+            placed[index] = start + rank * gap
+    return placed
