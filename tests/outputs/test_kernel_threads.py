@@ -83,6 +83,13 @@ def test_a_forked_child_gets_a_pool_of_its_own(monkeypatch):
     assert os.waitstatus_to_exitcode(status) == 0
 
 
+def test_work_all_in_one_row_runs_as_one_range_on_the_callers_thread(monkeypatch):
+    monkeypatch.setattr(kernel_threads, "MIN_WORK_PER_THREAD", 1)
+    monkeypatch.setattr(kernel_threads, "_workers", None)  # as in a fresh process: no pool yet
+    ranges, on_caller = _recorded_ranges(2, 2, work=np.array([0, 0, 100]))
+    assert ranges == on_caller == [(0, 2)]
+
+
 def test_a_call_with_too_little_work_stays_on_the_callers_thread():
     size = 64
     ranges, on_caller = _recorded_ranges(size, 4, work_per_item=kernel_threads.MIN_WORK_PER_THREAD / size)

@@ -61,11 +61,11 @@ def run_in_ranges(
     """
     total = (size if work is None else int(work[-1])) * work_per_item
     parts = max(1, min(threads, size, int(total // MIN_WORK_PER_THREAD)))
-    if parts == 1:
-        kernel(*arrays, 0, size)
-        return
     bounds = range_bounds(size, parts, work)
     ranges = [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
+    if len(ranges) == 1:  # one part, or all the work in one range
+        kernel(*arrays, 0, size)
+        return
     pool = _pool(len(ranges) - 1)
     others = [pool.submit(kernel, *arrays, lo, hi) for lo, hi in ranges[1:]]
     try:
