@@ -1,6 +1,6 @@
 """A V = 1M training step at two torch threads with the pair kernels' rows split three ways,
-alternating in one process: ``rows`` (equal row counts, the code before this change), ``work``
-(equal numbers of pairs, the code after) and ``one`` (the kernels on the caller's thread).
+alternating in one process: ``rows`` (equal row counts, as before this change, but on the new
+pool), ``work`` (equal numbers of pairs) and ``one`` (the kernels on the caller's thread).
 
     python results/kernel-threads/step_threads.py {hsm,nce,neg,sampled} [ROUNDS]
 

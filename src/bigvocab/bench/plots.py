@@ -87,7 +87,8 @@ def _perplexity_plot(plt, rows: list[QualityRow], path: Path) -> Path:
             axes.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
         axes.set_xscale("log")
         axes.set_yscale("log")  # a diverged layer sits orders of magnitude above the rest
-        _label_curve_ends(axes, [(r.approach, r.curve[-1].train_seconds, r.curve[-1].ppl_ratio if relative else r.curve[-1].test_ppl) for r in mine])
+        ends = [(r.curve[-1], r.approach) for r in mine]
+        _label_curve_ends(axes, [(label, p.train_seconds, p.ppl_ratio if relative else p.test_ppl) for p, label in ends])
         axes.set_xlabel("training wall time (s)")
         axes.set_ylabel("exact test perplexity / floor" if relative else "exact test perplexity")
         axes.set_title(dataset)

@@ -9,7 +9,7 @@ put the frequent words (hundreds of pairs each) first and the rare ones (one pai
 tree's sorted nodes put the root (one pair per example) first, so equal row counts gave one thread
 most of the pairs. The caller's thread runs the first range and a persistent pool the others:
 starting two fresh threads and joining them cost about 450 us a call on the 2-core machine, a pool
-thread and the caller 80-150 us for an empty kernel (``results/kernel-threads``). A call with too
+thread beside the caller 72-160 us for an empty kernel (``results/kernel-threads``). A call with too
 little work for that stays on the caller's thread.
 """
 from __future__ import annotations
