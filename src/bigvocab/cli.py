@@ -70,6 +70,7 @@ BENCH_EXAMPLES = """examples:
   bigvocab bench --quick
   bigvocab bench --outputs 'full,hsm*,sampled' --vocab-sizes 10k,100k --out bench-out
   bigvocab bench --full --brown data/brown
+  bigvocab bench --full --brown data/brown --resume   (continue that run in bench-out/ after a kill)
 """
 
 

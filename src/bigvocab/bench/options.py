@@ -68,6 +68,13 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--brown", type=Path, metavar="PATH", help="the tagged Brown corpus directory: adds Bengio's Brown quality run"
     )
+    piece = parser.add_mutually_exclusive_group()
+    piece.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the unfinished run in --out (same options): only the rows its journal lacks are measured",
+    )
+    piece.add_argument("--overwrite", action="store_true", help="start afresh over an unfinished run in --out")
     parser.add_argument("--skip-speed", action="store_true", help="no speed, memory or matmul measurements")
     parser.add_argument("--skip-quality", action="store_true", help="no training runs")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -117,7 +124,7 @@ def main(args: argparse.Namespace) -> int:
         for path in run_distributed_bench(config, args.distributed, stream=sys.stdout):
             print(f"wrote {path}")
         return 0
-    results = run_bench(config, stream=sys.stdout)
+    results = run_bench(config, stream=sys.stdout, resume=args.resume, overwrite=args.overwrite)
     print(f"\nsummary ({results['wall_seconds']:.0f} s):\n{summary_table(results)}")
     for path in results.get("files", []):
         print(f"wrote {path}")

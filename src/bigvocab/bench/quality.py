@@ -73,17 +73,28 @@ def corpus_side_data(corpus, *, seed: int) -> SideData:
 
 
 def run_quality_task(
-    task: QualityTask, candidates: list[Candidate], config: BenchConfig, on_row: Callable[[QualityRow], None]
+    task: QualityTask,
+    candidates: list[Candidate],
+    config: BenchConfig,
+    on_row: Callable[[QualityRow], None],
+    done: Optional[dict[str, QualityRow]] = None,
 ) -> list[QualityRow]:
-    """One row per candidate on ``task``'s corpus; a failing layer becomes a row with its error."""
+    """One row per candidate on ``task``'s corpus; a failing layer becomes a row with its error.
+    A candidate whose label is in ``done`` (rows of an earlier piece of the run) is not trained
+    again, its row is passed on as it was."""
     from bigvocab.data.corpora import load_corpus
 
+    done = done or {}
     corpus = load_corpus(task.spec, progress=False)
     side = corpus_side_data(corpus, seed=config.seed)
     train_ids = corpus.train if task.train_tokens is None else corpus.train[: task.train_tokens]
     rows = []
     threads = torch.get_num_threads()
     for candidate in candidates:
+        if candidate.label in done:
+            on_row(done[candidate.label])
+            rows.append(done[candidate.label])
+            continue
         row = new_row(task.name, candidate, corpus, train_ids, config)
         try:
             torch.set_num_threads(row.threads)

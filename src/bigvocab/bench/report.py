@@ -17,6 +17,7 @@ from bigvocab.bench.config import BenchConfig
 from bigvocab.bench.operations import FIT_STEPS
 from bigvocab.bench.recommend import TOLERANCE
 from bigvocab.bench.rows import QualityRow, SpeedRow
+from bigvocab.files import atomic_write_text
 from bigvocab.registry import OUTPUTS
 
 SUMMARY_COLUMNS = ["Approach", "Train speed-up", "Test speed-up", "PPL small vocab", "PPL large vocab", "Parameters %"]
@@ -54,22 +55,21 @@ def summarise(results: dict) -> list[dict]:
     return summary
 
 
-def _clean(value):
+def json_safe(value):
     """JSON has no NaN or Infinity: they become null. Dataclass rows become their fields."""
     if is_dataclass(value) and not isinstance(value, type):
-        return _clean(asdict(value))
+        return json_safe(asdict(value))
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {key: _clean(item) for key, item in value.items()}
+        return {key: json_safe(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_clean(item) for item in value]
+        return [json_safe(item) for item in value]
     return value
 
 
 def write_json(results: dict, path: Path) -> Path:
-    path.write_text(json.dumps(_clean(results), indent=2, default=str) + "\n")
-    return path
+    return atomic_write_text(path, json.dumps(json_safe(results), indent=2, default=str) + "\n")
 
 
 def write_csv(results: dict, path: Path) -> Path:

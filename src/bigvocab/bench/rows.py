@@ -91,6 +91,12 @@ class SpeedRow:
     status: str = "ok"
     error: str = ""
 
+    @classmethod
+    def from_dict(cls, record: dict) -> "SpeedRow":
+        """The row :func:`dataclasses.asdict` gave (as ``results.json`` and the journal hold it)."""
+        timings = {name: OperationTiming(**timing) for name, timing in record.get("timings", {}).items()}
+        return cls(**{**record, "timings": timings})
+
     def speedup(self, operation: str) -> Optional[float]:
         timing = self.timings.get(operation)
         return None if timing is None else timing.speedup
@@ -154,6 +160,11 @@ class QualityRow:
     curve: list[CurvePoint] = field(default_factory=list)
     status: str = "ok"
     error: str = ""
+
+    @classmethod
+    def from_dict(cls, record: dict) -> "QualityRow":
+        """The row :func:`dataclasses.asdict` gave (as ``results.json`` and the journal hold it)."""
+        return cls(**{**record, "curve": [CurvePoint(**point) for point in record.get("curve", [])]})
 
     def csv_record(self) -> dict:
         """The row as columns; the curve stays one (JSON) cell."""

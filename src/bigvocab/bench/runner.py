@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import time
 from pathlib import Path
 from typing import Optional, TextIO
@@ -11,16 +13,19 @@ from tqdm import tqdm
 
 from bigvocab.bench import formatting
 from bigvocab.bench.config import BenchConfig
+from bigvocab.bench.journal import BenchJournal
 from bigvocab.bench.machine import describe_machine
 from bigvocab.bench.memory import measure_memory
 from bigvocab.bench.plots import write_plots
 from bigvocab.bench.quality import quality_tasks, run_quality_task
 from bigvocab.bench.report import summarise, write_csv, write_json, write_markdown
+from bigvocab.bench.rows import SpeedRow
 from bigvocab.bench.roofline import add_roofline_fractions, matmul_shapes, measure_bandwidth, measure_matmul_rate
 from bigvocab.bench.selection import select_candidates
 from bigvocab.bench.recommend import recommend
 from bigvocab.bench.speed import measure_vocab
 from bigvocab.errors import ConfigError
+from bigvocab.train.rundir import CLI_SPELLING, RunLock
 from bigvocab.validation import check_nonnegative_int, check_positive_float, check_positive_int
 
 
@@ -68,72 +73,124 @@ class _Printer:
         self.bar.close()
 
 
-def run_bench(config: BenchConfig, *, stream: Optional[TextIO] = None) -> dict:
+def run_bench(
+    config: BenchConfig, *, stream: Optional[TextIO] = None, resume: bool = False, overwrite: bool = False
+) -> dict:
     """Run the benchmark ``config`` describes and write its files to ``config.out`` (if set).
+
+    Every finished row goes to the run's journal (:mod:`bigvocab.bench.journal`) in ``config.out``
+    as it lands; ``resume`` continues the unfinished run there, measuring only the rows it lacks,
+    and ``overwrite`` starts afresh over one (without either, an unfinished run there is an error).
 
     Returns the results: ``config``, ``machine``, ``approaches`` (row labels in order),
     ``matmul``, ``bandwidth``, ``speed`` and ``quality`` rows, ``summary`` (the comparison table),
     ``recommendation`` (:func:`~bigvocab.bench.recommend.recommend`), ``word2vec`` (with
     ``config.word2vec``, :func:`~bigvocab.bench.word2vec.run_word2vec_bench`), ``notes``,
-    ``phase_seconds``, ``files`` and ``wall_seconds``. Lines of the terminal table go to ``stream`` (None: silent).
+    ``phase_seconds`` and ``wall_seconds`` (over all pieces of a resumed run), ``pieces`` (when
+    and where each piece ran), ``files``. Lines of the terminal table go to ``stream`` (None: silent).
+
+    Raises:
+        RunLockedError: another run holds ``config.out``.
     """
-    started = time.perf_counter()
     device = check_config(config)
     candidates = select_candidates(config.outputs)
     tasks = [] if config.skip_quality else quality_tasks(config)
+    with RunLock(config.out, CLI_SPELLING) if config.out is not None else contextlib.nullcontext():
+        journal = BenchJournal.start(config, describe_machine(device), resume=resume, overwrite=overwrite)
+        return _run(config, device, candidates, tasks, journal, stream)
+
+
+def _run(config: BenchConfig, device: torch.device, candidates, tasks, journal: BenchJournal, stream) -> dict:
+    machine = journal.pieces[-1]["machine"]
     results: dict = {
         "config": config.to_dict(),
-        "machine": describe_machine(device),
+        "machine": machine,
         "approaches": [c.label for c in candidates],
         "speed": [],
         "quality": [],
-        "notes": [],
+        "notes": pieces_notes(journal.pieces),
     }
     total = (0 if config.skip_speed else len(config.vocab_sizes) * len(candidates)) + len(tasks) * len(candidates)
     printer = _Printer(total, config.progress, stream)
-    phases = results["phase_seconds"] = {}
+    if len(journal.pieces) > 1:
+        printer.line(
+            f"resuming the run in {config.out}: {len(journal.state['speed'])} speed and "
+            f"{len(journal.state['quality'])} quality rows were measured before"
+        )
     try:
         if not config.skip_speed:
-            start = time.perf_counter()
-            _speed_phase(config, device, candidates, results, printer)
-            phases["speed"] = time.perf_counter() - start
+            _speed_phase(config, device, candidates, results, printer, journal)
         for task in tasks:
-            start = time.perf_counter()
             printer.line(f"\nquality: NNLM on {task.name}\n{formatting.QUALITY_HEADER}")
-            results["quality"] += run_quality_task(
-                task, candidates, config, lambda r: printer.row(formatting.quality_line(r))
-            )
-            phases[f"quality {task.name}"] = time.perf_counter() - start
+            results["quality"] += _quality_rows(task, candidates, config, printer, journal)
         if config.word2vec:
-            start = time.perf_counter()
-            results["word2vec"] = _word2vec_phase(config, printer)
-            phases["word2vec"] = time.perf_counter() - start
+            results["word2vec"] = journal.word2vec or _word2vec_phase(config, printer, journal)
     finally:
         printer.close()
+    results["phase_seconds"] = journal.phase_seconds
+    results["pieces"] = journal.pieces
     results["summary"] = summarise(results)
     results["recommendation"] = recommend(results["quality"])
-    results["wall_seconds"] = time.perf_counter() - started
+    results["wall_seconds"] = journal.wall_seconds
     if config.out is not None:
         results["files"] = [str(p) for p in write_outputs(results, config, Path(config.out))]
+    journal.finish()
     return results
 
 
-def _speed_phase(config: BenchConfig, device: torch.device, candidates, results: dict, printer: _Printer) -> None:
+def pieces_notes(pieces: list[dict]) -> list[str]:
+    """What the report says of a run measured in more than one piece (``bench --resume``)."""
+    if len(pieces) < 2:
+        return []
+    shown = ", ".join(f"{piece['started']} ({piece['seconds'] / 60:.0f} min)" for piece in pieces[:-1])
+    notes = [
+        f"measured in {len(pieces)} pieces (continued with --resume): the earlier ones started {shown}, "
+        f"the last {pieces[-1]['started']}; each row was measured whole in one piece"
+    ]
+    machines = {json.dumps(piece["machine"], sort_keys=True) for piece in pieces}
+    if len(machines) > 1:
+        notes.append("the pieces ran on machines that describe themselves differently (see 'pieces' in results.json)")
+    return notes
+
+
+def _quality_rows(task, candidates, config: BenchConfig, printer: _Printer, journal: BenchJournal) -> list:
+    def on_row(row) -> None:
+        journal.add_quality_row(row)
+        printer.row(formatting.quality_line(row))
+
+    return run_quality_task(task, candidates, config, on_row, done=journal.quality_rows(task.name))
+
+
+def _speed_phase(
+    config: BenchConfig, device: torch.device, candidates, results: dict, printer: _Printer, journal: BenchJournal
+) -> None:
     shapes = matmul_shapes(config.hidden, config.batch)
     matmul = measure_matmul_rate(shapes, device, seed=config.seed)
     printer.line(f"dense matmul rate: {matmul['best_gflops']:.1f} GFLOP/s (best of {len(shapes)} shapes)")
     bandwidth = measure_bandwidth(device, seed=config.seed)
     printer.line(_bandwidth_line(bandwidth))
+    matmul, bandwidth = journal.best_limits(matmul, bandwidth)
     printer.line(
         f"\nspeed: H={config.hidden}, N={config.batch}, {config.repeats} paired repetitions\n{formatting.SPEED_HEADER}"
     )
+
+    def on_row(row: SpeedRow) -> None:
+        journal.add_speed_row(row)
+        printer.row(formatting.speed_line(row))
+
     for vocab_size in config.vocab_sizes:
-        start = time.perf_counter()
-        memory = measure_memory(memory_spec(config, candidates, vocab_size)) if config.measure_memory else {}
-        results["phase_seconds"][f"memory V={vocab_size}"] = time.perf_counter() - start
-        rows = measure_vocab(
-            candidates, vocab_size, config, memory=memory, on_row=lambda r: printer.row(formatting.speed_line(r))
-        )
+        done = journal.speed_rows(vocab_size)
+        if all(candidate.label in done for candidate in candidates):
+            rows = [done[candidate.label] for candidate in candidates]
+            for row in rows:
+                printer.row(formatting.speed_line(row))
+            results["speed"] += rows
+            continue
+        memory = journal.memory(vocab_size)
+        if memory is None:
+            memory = measure_memory(memory_spec(config, candidates, vocab_size)) if config.measure_memory else {}
+            journal.set_memory(vocab_size, memory)
+        rows = measure_vocab(candidates, vocab_size, config, memory=memory, on_row=on_row, done=done)
         results["speed"] += rows
         eval_rows = rows[0].eval_rows
         if eval_rows < config.batch:
@@ -147,18 +204,21 @@ def _speed_phase(config: BenchConfig, device: torch.device, candidates, results:
             matmul = again
         again = measure_bandwidth(device, seed=config.seed)
         bandwidth = {key: max(value, again[key]) for key, value in bandwidth.items()}
+        matmul, bandwidth = journal.best_limits(matmul, bandwidth)
     results["matmul"], results["bandwidth"] = matmul, bandwidth
     add_roofline_fractions(results["speed"], {"best_gflops": matmul["best_gflops"], **bandwidth})
     printer.line(f"best dense matmul rate of the run: {matmul['best_gflops']:.1f} GFLOP/s")
     printer.line("best " + _bandwidth_line(bandwidth))
 
 
-def _word2vec_phase(config: BenchConfig, printer: _Printer) -> dict:
+def _word2vec_phase(config: BenchConfig, printer: _Printer, journal: BenchJournal) -> dict:
     """``bench --word2vec``'s rows (its own files, word2vec.json and word2vec.md, under ``out``)."""
     from bigvocab.bench.word2vec import run_word2vec_bench  # numba and gensim load only when asked for
 
     printer.line("\nword2vec: the engine against gensim")
-    return run_word2vec_bench(config.brown, config.out, config.repeats, log=printer.line)
+    rows = run_word2vec_bench(config.brown, config.out, config.repeats, log=printer.line)
+    journal.set_word2vec(rows)
+    return rows
 
 
 def _bandwidth_line(bandwidth: dict) -> str:

@@ -161,9 +161,13 @@ def measure_vocab(
     *,
     memory: dict[str, dict],
     on_row: Callable[[SpeedRow], None],
+    done: Optional[dict[str, SpeedRow]] = None,
 ) -> list[SpeedRow]:
     """One row per candidate at vocabulary size ``vocab_size``; candidates[0] must be ``full``.
-    ``memory`` holds the peak-memory results by label (see :mod:`bigvocab.bench.memory`)."""
+    ``memory`` holds the peak-memory results by label (see :mod:`bigvocab.bench.memory`); a
+    candidate whose label is in ``done`` (rows of an earlier piece of the run) is not measured
+    again, its row is passed on as it was."""
+    done = done or {}
     device = torch.device(config.device)
     side = synthetic_side_data(vocab_size, seed=config.seed)
     eval_rows = evaluation_rows(config.batch, vocab_size, config.max_eval_elements)
@@ -176,6 +180,10 @@ def measure_vocab(
     full_params = parameter_count(reference_layer)
     rows = []
     for candidate in candidates:
+        if candidate.label in done:
+            on_row(done[candidate.label])
+            rows.append(done[candidate.label])
+            continue
         row = SpeedRow(
             approach=candidate.label,
             method=candidate.method,

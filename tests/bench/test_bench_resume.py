@@ -1,0 +1,168 @@
+"""``run_bench`` keeps a journal of finished rows: a run killed between rows goes on with
+``resume=True`` measuring only what it lacks, and ends with the rows an uninterrupted run has;
+the journal refuses settings that differ, a missing or corrupt file, and a fresh run over it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_bench_end_to_end import tiny_config
+
+from bigvocab.bench import quality, run_bench, speed
+from bigvocab.bench.journal import JOURNAL_NAME, BenchJournal
+from bigvocab.bench.selection import select_candidates
+from bigvocab.bench.rows import CurvePoint, OperationTiming, QualityRow, SpeedRow
+from bigvocab.errors import ConfigError
+
+OUTPUTS = ["full", "sampled", "hsm?huffman?"]
+LABELS = [candidate.label for candidate in select_candidates(OUTPUTS)]
+
+
+class Killed(BaseException):
+    """Stands for the process being killed: nothing in the bench catches it."""
+
+
+def counting(monkeypatch, module, name: str, *, kill_at: int | None = None) -> list:
+    """Wrap ``module.name`` so each call is counted; call number ``kill_at`` (0-based) raises Killed."""
+    calls: list = []
+    original = getattr(module, name)
+
+    def wrapped(*args, **kwargs):
+        calls.append(args)
+        if kill_at is not None and len(calls) - 1 == kill_at:
+            raise Killed
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, wrapped)
+    return calls
+
+
+def test_a_row_survives_the_journal_as_it_was():
+    timing = OperationTiming(2.0, 1.5, 2.5, 1.0, 3.0, 0.1, 0.2, 3)
+    speed_row = SpeedRow("sampled", "sampled", "layer", 300, 8, 16, 16, timings={"train": timing}, params=10)
+    point = CurvePoint(0.5, 0.49, 1000, 10, 42.0, 1.5)
+    quality_row = QualityRow("synthetic V=100", "full", "full", "layer", 100, 1000, 100, 28.0, 1, curve=[point])
+    journal = BenchJournal(None, {"speed": [], "quality": [], "phase_seconds": {}, "pieces": [{}]})
+    journal.add_speed_row(speed_row)
+    journal.add_quality_row(quality_row)
+    state = json.loads(json.dumps(journal.state))  # what a later piece reads back from disk
+    again = BenchJournal(None, state)
+    assert again.speed_rows(300) == {"sampled": speed_row}
+    assert again.quality_rows("synthetic V=100") == {"full": quality_row}
+    assert again.speed_rows(301) == {} and again.quality_rows("other") == {}
+
+
+def test_a_killed_run_resumes_with_only_the_missing_rows_and_the_journal_goes_at_the_end(tmp_path, monkeypatch):
+    config = tiny_config(tmp_path, outputs=OUTPUTS)
+    # Killed while training the second quality row of the first corpus: all speed rows and one
+    # quality row are in the journal.
+    counting(monkeypatch, quality, "train_and_evaluate", kill_at=1)
+    with pytest.raises(Killed):
+        run_bench(config)
+    stored = json.loads((tmp_path / JOURNAL_NAME).read_text())
+    assert [r["approach"] for r in stored["speed"]] == LABELS
+    assert [r["approach"] for r in stored["quality"]] == ["full"]
+    assert not (tmp_path / "results.json").exists()
+
+    timed = counting(monkeypatch, speed, "time_operations")
+    trained = counting(monkeypatch, quality, "train_and_evaluate")
+    results = run_bench(config, resume=True)
+    assert timed == []  # no speed row is measured twice
+    assert [args[1].label for args in trained] == LABELS[1:] + LABELS
+    assert [r.approach for r in results["speed"]] == LABELS
+    assert [(r.dataset, r.approach) for r in results["quality"]] == [
+        (dataset, label) for dataset in ("synthetic V=100", "synthetic V=200") for label in LABELS
+    ]
+    assert results["quality"][0] == QualityRow.from_dict(stored["quality"][0])
+    assert results["speed"][1].timings == SpeedRow.from_dict(stored["speed"][1]).timings
+    assert len(results["pieces"]) == 2 and results["wall_seconds"] >= results["pieces"][0]["seconds"]
+    assert results["phase_seconds"]["quality synthetic V=100"] > 0
+    assert any("measured in 2 pieces" in note for note in results["notes"])
+    assert "measured in 2 pieces" in (tmp_path / "report.md").read_text()
+    assert not (tmp_path / JOURNAL_NAME).exists()
+
+
+def test_a_run_killed_inside_a_vocabulary_size_measures_the_rest_of_it(tmp_path, monkeypatch):
+    config = tiny_config(tmp_path, outputs=OUTPUTS, skip_quality=True)
+    counting(monkeypatch, speed, "time_operations", kill_at=2)  # the first two rows are done
+    with pytest.raises(Killed):
+        run_bench(config)
+    timed = counting(monkeypatch, speed, "time_operations")
+    results = run_bench(config, resume=True)
+    assert len(timed) == 1  # the third row only
+    assert [r.approach for r in results["speed"]] == LABELS
+
+
+def test_resume_refuses_different_settings_and_names_them(tmp_path, monkeypatch):
+    counting(monkeypatch, quality, "train_and_evaluate", kill_at=0)
+    with pytest.raises(Killed):
+        run_bench(tiny_config(tmp_path, outputs=OUTPUTS, skip_speed=True))
+    with pytest.raises(ConfigError, match=r"seed: 0 in the run, 1 now"):
+        run_bench(tiny_config(tmp_path, outputs=OUTPUTS, skip_speed=True, seed=1), resume=True)
+
+
+def test_resume_without_a_journal_or_with_a_corrupt_one_says_so(tmp_path):
+    config = tiny_config(tmp_path, outputs=["full"], skip_speed=True, skip_quality=True)
+    with pytest.raises(ConfigError, match="nothing to resume"):
+        run_bench(config, resume=True)
+    (tmp_path / JOURNAL_NAME).write_text('{"version": 1, "config": ')
+    with pytest.raises(ConfigError, match="cannot read the benchmark journal"):
+        run_bench(config, resume=True)
+    (tmp_path / JOURNAL_NAME).write_text('{"version": 7}')
+    with pytest.raises(ConfigError, match="not a version-1 benchmark journal"):
+        run_bench(config, resume=True)
+
+
+def test_a_fresh_run_keeps_an_unfinished_one_unless_told_to_overwrite(tmp_path, monkeypatch):
+    config = tiny_config(tmp_path, outputs=["full"], skip_speed=True)
+    counting(monkeypatch, quality, "train_and_evaluate", kill_at=0)
+    with pytest.raises(Killed):
+        run_bench(config)
+    before = (tmp_path / JOURNAL_NAME).read_text()
+    with pytest.raises(ConfigError, match="unfinished benchmark run"):
+        run_bench(config)
+    assert (tmp_path / JOURNAL_NAME).read_text() == before
+    monkeypatch.undo()
+    results = run_bench(config, overwrite=True)
+    assert len(results["pieces"]) == 1 and len(results["quality"]) == 2
+    assert not (tmp_path / JOURNAL_NAME).exists()
+
+
+def test_the_cli_passes_resume_and_overwrite(monkeypatch, tmp_path, capsys):
+    from bigvocab import cli
+    from bigvocab.bench import options
+
+    seen = {}
+
+    def fake_run_bench(config, *, stream=None, resume=False, overwrite=False):
+        seen.update(resume=resume, overwrite=overwrite, out=config.out)
+        return {"wall_seconds": 0.0, "approaches": [], "summary": []}
+
+    monkeypatch.setattr(options, "run_bench", fake_run_bench)
+    monkeypatch.setattr(options, "summary_table", lambda results: "")
+    assert cli.main(["bench", "--resume", "--out", str(tmp_path)]) == 0
+    assert seen == {"resume": True, "overwrite": False, "out": tmp_path}
+    assert cli.main(["bench", "--resume", "--overwrite"]) != 0
+    assert "--overwrite: not allowed with argument --resume" in capsys.readouterr().err
+
+
+def test_a_second_run_into_the_same_directory_is_refused_while_the_first_holds_it(tmp_path):
+    import subprocess
+    import sys
+
+    from bigvocab.errors import RunLockedError
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom bigvocab.train.rundir import RunLock\n"
+         f"with RunLock({str(tmp_path)!r}):\n    print('held', flush=True)\n    time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(RunLockedError, match="in use by another run"):
+            run_bench(tiny_config(tmp_path, outputs=["full"], skip_speed=True, skip_quality=True))
+        assert not (tmp_path / JOURNAL_NAME).exists()
+    finally:
+        holder.kill()
+        holder.wait()
