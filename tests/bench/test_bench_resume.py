@@ -166,3 +166,17 @@ def test_a_second_run_into_the_same_directory_is_refused_while_the_first_holds_i
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_an_interrupted_bench_command_says_where_its_rows_are_and_how_to_go_on(monkeypatch, tmp_path, capsys):
+    from bigvocab import cli
+    from bigvocab.bench import options
+
+    def interrupted_run_bench(config, **kwargs):
+        (config.out / JOURNAL_NAME).write_text("{}")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(options, "run_bench", interrupted_run_bench)
+    assert cli.main(["bench", "--out", str(tmp_path)]) == 130
+    error = capsys.readouterr().err
+    assert "rows finished so far are kept in" in error and "--resume" in error

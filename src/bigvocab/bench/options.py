@@ -8,6 +8,7 @@ from pathlib import Path
 
 from bigvocab.bench.config import BenchConfig, parse_patterns, parse_sizes
 from bigvocab.bench.distributed import run_distributed_bench
+from bigvocab.bench.journal import JOURNAL_NAME
 from bigvocab.bench.report import summary_table
 from bigvocab.bench.runner import run_bench
 
@@ -124,7 +125,16 @@ def main(args: argparse.Namespace) -> int:
         for path in run_distributed_bench(config, args.distributed, stream=sys.stdout):
             print(f"wrote {path}")
         return 0
-    results = run_bench(config, stream=sys.stdout, resume=args.resume, overwrite=args.overwrite)
+    try:
+        results = run_bench(config, stream=sys.stdout, resume=args.resume, overwrite=args.overwrite)
+    except KeyboardInterrupt as error:  # Ctrl-C or SIGTERM: say what was kept and how to go on
+        journal = None if config.out is None else Path(config.out) / JOURNAL_NAME
+        if journal is None or not journal.exists():
+            raise
+        raise type(error)(
+            f"interrupted: the rows finished so far are kept in {str(journal)!r}; run the same command with "
+            "--resume to continue"
+        ) from None
     print(f"\nsummary ({results['wall_seconds']:.0f} s):\n{summary_table(results)}")
     for path in results.get("files", []):
         print(f"wrote {path}")
