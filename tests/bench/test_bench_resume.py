@@ -5,6 +5,7 @@ the journal refuses settings that differ, a missing or corrupt file, and a fresh
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from test_bench_end_to_end import tiny_config
@@ -180,3 +181,31 @@ def test_an_interrupted_bench_command_says_where_its_rows_are_and_how_to_go_on(m
     assert cli.main(["bench", "--out", str(tmp_path)]) == 130
     error = capsys.readouterr().err
     assert "rows finished so far are kept in" in error and "--resume" in error
+
+
+def _piece(revision: str, date: str, cpu: str = "EPYC", speed: int = 0, quality: int = 0) -> dict:
+    machine = {"cpu": cpu, "date": date, "revision": revision}
+    return {"started": date, "seconds": 600.0, "machine": machine, "rows_before": {"speed": speed, "quality": quality}}
+
+
+def test_the_notes_say_which_rows_each_piece_measured_and_with_which_code():
+    same = BenchJournal(None, {"pieces": [_piece("aaa", "d1"), _piece("aaa", "d2", speed=63, quality=9)]})
+    (note,) = same.notes()  # dates differ, nothing else: no machine note, no code named
+    assert "measured in 2 pieces" in note and "piece 2 started d2 (10 min) from speed row 64 and quality row 10" in note
+    assert "code" not in note
+    changed = BenchJournal(None, {"pieces": [_piece("aaa", "d1"), _piece("bbb+changes", "d2", cpu="Xeon", speed=5)]})
+    pieces_note, machine_note = changed.notes()
+    assert "(10 min, code aaa) from speed row 1" in pieces_note and "code bbb+changes) from speed row 6" in pieces_note
+    assert "describe themselves differently" in machine_note
+    assert BenchJournal(None, {"pieces": [_piece("aaa", "d1")]}).notes() == []
+
+
+def test_the_machine_description_names_the_source_revision_of_a_git_checkout():
+    from pathlib import Path
+
+    import bigvocab
+    from bigvocab.bench.machine import source_revision
+
+    if not (Path(bigvocab.__file__).resolve().parents[2] / ".git").exists():
+        pytest.skip("bigvocab is not imported from a git checkout here")
+    assert re.fullmatch(r"[0-9a-f]{12}(\+changes)?", source_revision())

@@ -76,7 +76,10 @@ class BenchJournal:
             remove_stale_temporaries(path.parent, iter([JOURNAL_NAME]))
         journal = cls(path, state)
         started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        state["pieces"].append({"started": started, "seconds": 0.0, "machine": machine})
+        # Rows are appended in the order they are measured, the order results.json lists them in,
+        # so these counts say which rows each piece measured.
+        rows_before = {"speed": len(state["speed"]), "quality": len(state["quality"])}
+        state["pieces"].append({"started": started, "seconds": 0.0, "machine": machine, "rows_before": rows_before})
         journal._write()
         return journal
 
@@ -113,6 +116,32 @@ class BenchJournal:
         """``{"started", "seconds", "machine"}`` of every piece the run was measured in, the first
         first (``seconds``: its wall time up to its last finished row)."""
         return self.state["pieces"]
+
+    def notes(self) -> list[str]:
+        """What the report says of a run measured in more than one piece: when each piece started,
+        how long it ran and from which row, and any difference of code or machine between them."""
+        pieces = self.pieces
+        if len(pieces) < 2:
+            return []
+        revisions = [piece["machine"].get("revision") or "unrecorded" for piece in pieces]
+        shown = []
+        for number, piece in enumerate(pieces, 1):
+            before = piece.get("rows_before", {"speed": 0, "quality": 0})
+            code = f", code {revisions[number - 1]}" if len(set(revisions)) > 1 else ""
+            shown.append(
+                f"piece {number} started {piece['started']} ({piece['seconds'] / 60:.0f} min{code}) "
+                f"from speed row {before['speed'] + 1} and quality row {before['quality'] + 1}"
+            )
+        notes = [f"measured in {len(pieces)} pieces (continued with --resume), each row whole in one: " + "; ".join(shown)]
+        # The date always differs and the revision is said above: the rest describes the machine.
+        machines = {
+            json.dumps({key: value for key, value in piece["machine"].items() if key not in ("date", "revision")},
+                       sort_keys=True)
+            for piece in pieces
+        }
+        if len(machines) > 1:
+            notes.append("the pieces ran on machines that describe themselves differently (see 'pieces' in results.json)")
+        return notes
 
     def speed_rows(self, vocab_size: int) -> dict[str, SpeedRow]:
         """The finished speed rows at ``vocab_size`` by layer label."""

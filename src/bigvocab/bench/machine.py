@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import subprocess
+from pathlib import Path
 from typing import Optional
 
 import torch
@@ -32,9 +34,26 @@ def _memory_gib() -> Optional[float]:
     return None
 
 
+def source_revision() -> Optional[str]:
+    """The git commit the imported bigvocab comes from, with ``+changes`` when its files differ
+    from it; None outside a git checkout (an installed wheel) or without git."""
+    package = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "-C", str(package), "rev-parse", "--short=12", "HEAD"],
+                              capture_output=True, text=True, timeout=10)
+        if head.returncode != 0:
+            return None
+        changed = subprocess.run(["git", "-C", str(package), "status", "--porcelain", "--untracked-files=no", "--", "."],
+                                 capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head.stdout.strip() + ("+changes" if changed.stdout.strip() else "")
+
+
 def describe_machine(device: torch.device) -> dict:
     """CPU model, logical cores, cores usable by this process, memory, torch threads and
-    version, Python, OS, the device (and the GPU's name when it is one), and the date."""
+    version, Python, OS, the device (and the GPU's name when it is one), the date, and the
+    bigvocab version and source revision (:func:`source_revision`)."""
     from bigvocab import __version__
 
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
@@ -49,6 +68,7 @@ def describe_machine(device: torch.device) -> dict:
         "platform": platform.platform(),
         "device": str(device),
         "bigvocab": __version__,
+        "revision": source_revision(),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     }
     if device.type == "cuda":

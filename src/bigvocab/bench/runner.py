@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from pathlib import Path
 from typing import Optional, TextIO
@@ -108,7 +107,7 @@ def _run(config: BenchConfig, device: torch.device, candidates, tasks, journal: 
         "approaches": [c.label for c in candidates],
         "speed": [],
         "quality": [],
-        "notes": pieces_notes(journal.pieces),
+        "notes": journal.notes(),
     }
     total = (0 if config.skip_speed else len(config.vocab_sizes) * len(candidates)) + len(tasks) * len(candidates)
     printer = _Printer(total, config.progress, stream)
@@ -136,21 +135,6 @@ def _run(config: BenchConfig, device: torch.device, candidates, tasks, journal: 
         results["files"] = [str(p) for p in write_outputs(results, config, Path(config.out))]
     journal.finish()
     return results
-
-
-def pieces_notes(pieces: list[dict]) -> list[str]:
-    """What the report says of a run measured in more than one piece (``bench --resume``)."""
-    if len(pieces) < 2:
-        return []
-    shown = ", ".join(f"{piece['started']} ({piece['seconds'] / 60:.0f} min)" for piece in pieces[:-1])
-    notes = [
-        f"measured in {len(pieces)} pieces (continued with --resume): the earlier ones started {shown}, "
-        f"the last {pieces[-1]['started']}; each row was measured whole in one piece"
-    ]
-    machines = {json.dumps(piece["machine"], sort_keys=True) for piece in pieces}
-    if len(machines) > 1:
-        notes.append("the pieces ran on machines that describe themselves differently (see 'pieces' in results.json)")
-    return notes
 
 
 def _quality_rows(task, candidates, config: BenchConfig, printer: _Printer, journal: BenchJournal) -> list:
