@@ -116,7 +116,9 @@ class RowScorer(Scorer):
         if len(shape) == 1:
             logits = hidden @ rows.t()
         else:
-            logits = torch.bmm(rows.reshape(*shape, self.in_features), hidden.unsqueeze(2)).squeeze(2)
+            # A product and a sum rather than bmm: bmm runs N tiny (M', H) x (H, 1) products, 9x
+            # slower for M' = 1 (the targets) and 3x for M' = 5, forward and backward, on one core.
+            logits = (rows.reshape(*shape, self.in_features) * hidden.unsqueeze(1)).sum(dim=2)
         return logits if bias is None else logits + bias.reshape(shape)
 
     def log_normaliser(
