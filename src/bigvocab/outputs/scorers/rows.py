@@ -116,8 +116,8 @@ class RowScorer(Scorer):
         if len(shape) == 1:
             logits = hidden @ rows.t()
         else:
-            # A product and a sum rather than bmm: bmm runs N tiny (M', H) x (H, 1) products, 9x
-            # slower for M' = 1 (the targets) and 3x for M' = 5, forward and backward, on one core.
+            # A product and a sum rather than bmm, which runs N tiny (M', H) x (H, 1) products: with
+            # M' = 1 (the targets of shared draws) neg[shared]'s step at V = 1M fell from 5.0 to 2.1 ms.
             logits = (rows.reshape(*shape, self.in_features) * hidden.unsqueeze(1)).sum(dim=2)
         return logits if bias is None else logits + bias.reshape(shape)
 
