@@ -3,10 +3,21 @@ measured at fixed fractions of it."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from tiny_quality import tiny_quality
 
+from bigvocab.bench import quality as quality_module
+
 from bigvocab.bench import BenchConfig
-from bigvocab.bench.quality import PROBE_STEPS, corpus_side_data, new_row, quality_tasks, train_and_evaluate
+from bigvocab.bench.quality import (
+    PROBE_STEPS,
+    corpus_side_data,
+    new_row,
+    quality_tasks,
+    train_and_evaluate,
+    train_on_budget,
+)
 from bigvocab.bench.rows import QualityRow
 from bigvocab.bench.selection import candidate_by_label
 from bigvocab.data.corpora import load_corpus
@@ -57,3 +68,46 @@ def test_tasks_are_small_and_large_synthetic_and_brown_when_given(tmp_path):
     assert names == ["synthetic V=100", "synthetic V=200"]
     cfg.brown = tmp_path
     assert quality_tasks(cfg)[-1].spec == f"brown-bengio:{tmp_path}"
+
+
+class ScriptedTrainer:
+    """Steps that last ``seconds_per_step(step)`` on a fake clock, up to ``config.max_steps``."""
+
+    @dataclasses.dataclass
+    class Config:
+        max_steps: int = 0
+
+    def __init__(self, clock: list, seconds_per_step) -> None:
+        self.clock, self.seconds_per_step = clock, seconds_per_step
+        self.step = self.tokens = 0
+        self.config = self.Config()
+
+    def fit(self) -> None:
+        while self.step < self.config.max_steps:
+            self.clock[0] += self.seconds_per_step(self.step)
+            self.step += 1
+            self.tokens += 8
+
+
+def scripted_curve(monkeypatch, seconds_per_step):
+    clock = [0.0]
+    monkeypatch.setattr(quality_module.time, "perf_counter", lambda: clock[0])
+    trainer = ScriptedTrainer(clock, seconds_per_step)
+    return train_on_budget(trainer, 100.0, [0.25, 0.5, 1.0], lambda: 1.0)
+
+
+def test_a_steady_rate_ends_each_point_on_its_budget_with_no_note(monkeypatch):
+    curve, slowdowns = scripted_curve(monkeypatch, lambda step: 0.125)
+    assert [point.steps for point in curve] == [200, 400, 800]
+    assert [point.train_seconds for point in curve] == [25.0, 50.0, 100.0]
+    assert slowdowns == []
+
+
+def test_a_stretch_that_runs_slow_keeps_its_planned_steps_and_is_noted(monkeypatch):
+    """From step 400 on each step takes 4x longer (another process took the cores): the last
+    stretch still trains the 400 steps the budget allowed at the earlier rate, its point comes at
+    250 s rather than 100, and the note says which steps and by how much."""
+    curve, slowdowns = scripted_curve(monkeypatch, lambda step: 0.125 if step < 400 else 0.5)
+    assert [point.steps for point in curve] == [200, 400, 800]
+    assert curve[-1].train_seconds == 250.0
+    assert slowdowns == ["steps 400-800 took 200 s, 4.0x the 50 s the earlier rate planned (the machine was busy?)"]

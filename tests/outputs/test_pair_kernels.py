@@ -126,3 +126,28 @@ def test_hsm_gets_the_same_loss_and_gradients_from_the_kernel_and_from_torch(mon
     assert len(results[0]) == len(results[1]) >= 3
     for ours, theirs in zip(*results):
         torch.testing.assert_close(ours, theirs, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["neg", "nce", "sampled", "ais"])
+def test_sampling_layers_get_the_same_loss_and_gradients_with_and_without_the_kernel(monkeypatch, method):
+    """Per-example draws go to the kernel on CPU, and elsewhere (a GPU, bfloat16) to gathered rows
+    scored by a product and a sum per example."""
+    import bigvocab
+    from bigvocab.outputs.scorers import rows
+
+    counts = [1000 // (rank + 1) + 1 for rank in range(300)]
+    results = []
+    for compiled in (True, False):
+        monkeypatch.setattr(rows, "pairs_compiled", lambda hidden, compiled=compiled: compiled)
+        torch.manual_seed(0)
+        layer = bigvocab.create_output(method, 8, 300, counts=counts, dtype=torch.float64)
+        torch.nn.init.normal_(layer.weight)  # neg starts its rows at zero, which would hide their gradients
+        hidden = torch.randn(16, 8, dtype=torch.float64, requires_grad=True)
+        target = torch.randint(0, 300, (16,))
+        loss = layer.loss(hidden, target)
+        loss.backward()
+        grads = [p.grad.to_dense() for p in layer.parameters() if p.grad is not None]
+        results.append((loss.detach(), hidden.grad, *grads))
+    assert len(results[0]) == len(results[1]) >= 3
+    for ours, theirs in zip(*results):
+        torch.testing.assert_close(ours, theirs, rtol=1e-10, atol=1e-12)

@@ -104,6 +104,30 @@ def test_sparse_params_get_sparse_capable_optimizers(make_model):
         build_optimizers(model, config(optimizer="sgd", weight_decay=1e-4))
 
 
+def test_sparse_adagrad_step_prints_no_torch_invariant_warning():
+    """torch warns once per process, so a fresh process takes the step; the previous commit's
+    plain torch Adagrad printed "Sparse invariant checks are implicitly disabled" here."""
+    script = (
+        "import torch\n"
+        "from bigvocab.train import TrainConfig, build_optimizers\n"
+        "model = torch.nn.Embedding(10, 3, sparse=True)\n"
+        "model.sparse_parameters = lambda: [model.weight]\n"
+        "(optimizer,), _ = build_optimizers(model, TrainConfig(optimizer='adagrad', progress=False))\n"
+        "before = model.weight.detach().clone()\n"
+        "model(torch.tensor([1, 2, 1])).sum().backward()\n"
+        "optimizer.step()\n"
+        "changed = (model.weight.detach() != before).any(dim=1).nonzero().flatten().tolist()\n"
+        "assert changed == [1, 2], changed\n"
+        "assert not torch.sparse.check_sparse_tensor_invariants.is_enabled()\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-W", "always", "-c", script], capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Sparse invariant" not in result.stderr
+
+
 @pytest.mark.parametrize("name", ["sgd", "adagrad", "momentum", "rmsprop"])
 def test_sparse_updates_equal_dense_updates(name, make_model, corpus):
     """SGD and Adagrad leave untouched rows unchanged in both forms; momentum and RMSprop are

@@ -18,7 +18,6 @@ not fit in memory for training-sized batches, and test-time batches are smaller 
 from __future__ import annotations
 
 import copy
-import warnings
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
@@ -26,6 +25,7 @@ import torch
 from torch import Tensor
 
 from bigvocab.outputs.base import OutputLayer
+from bigvocab.train.optimizers import Adagrad
 
 OPERATIONS = ("train", "log_softmax", "topk", "topk_fitted")
 #: The operation of ``full`` each operation is paired with.
@@ -99,16 +99,12 @@ def fitted_copy(layer: OutputLayer, workload: Workload) -> tuple[OutputLayer, fl
     """A copy of ``layer`` trained on the test-time rows and their targets, and the mean
     probability it then gives those targets (how peaked it became)."""
     fitted = copy.deepcopy(layer).train()
-    optimizer = torch.optim.Adagrad([p for p in fitted.parameters() if p.requires_grad], lr=FIT_LEARNING_RATE)
+    optimizer = Adagrad([p for p in fitted.parameters() if p.requires_grad], lr=FIT_LEARNING_RATE)
     hidden, target = workload.eval_hidden, workload.eval_target
-    with warnings.catch_warnings():
-        # Adagrad builds sparse tensors from indices it just coalesced; torch warns that it skips
-        # checking them, which is a note to torch developers, not to a bench reader.
-        warnings.filterwarnings("ignore", message="Sparse invariant checks")
-        for _ in range(FIT_STEPS):
-            optimizer.zero_grad(set_to_none=True)
-            fitted.loss(hidden, target).backward()
-            optimizer.step()
+    for _ in range(FIT_STEPS):
+        optimizer.zero_grad(set_to_none=True)
+        fitted.loss(hidden, target).backward()
+        optimizer.step()
     fitted.eval()
     with torch.no_grad():
         target_probability = float(fitted.log_prob(hidden, target).exp().mean())

@@ -129,29 +129,47 @@ def new_row(dataset: str, candidate: Candidate, corpus, train_ids: torch.Tensor,
 PROBE_STEPS = 10
 
 
-def train_on_budget(trainer, seconds: float, checkpoints, evaluate: Callable[[], float]) -> list[CurvePoint]:
+#: A stretch that lasts this many times the seconds the rate before it planned (and a second more)
+#: is noted on the row: the step rate fell, as when another process takes the cores.
+SLOWDOWN_NOTED = 1.5
+
+
+def train_on_budget(
+    trainer, seconds: float, checkpoints, evaluate: Callable[[], float]
+) -> tuple[list[CurvePoint], list[str]]:
     """Train for ``seconds`` of training wall time; at each fraction in ``checkpoints`` (increasing,
     the last 1) record a :class:`CurvePoint` with ``evaluate()``'s test perplexity.
 
     Each stretch runs a number of steps computed from the rate measured so far (a limit the
     trainer honours and may change between ``fit`` calls), so the clock costs no check per step;
-    a stretch that falls short of its goal is followed by another.
+    a stretch that falls short of its goal is followed by another. A stretch that runs much slower
+    than planned still trains its planned steps, which is what the budget allowed at the machine's
+    own rate, but its point comes after its share of the budget: the second list says where.
     """
     curve: list[CurvePoint] = []
+    slowdowns: list[str] = []
     trained = 0.0
     for fraction in checkpoints:
         goal = fraction * seconds
         while trained < goal:
-            steps = PROBE_STEPS if trainer.step == 0 else max(1, int((goal - trained) * trainer.step / trained))
+            rate = trainer.step / trained if trainer.step else None
+            steps = PROBE_STEPS if rate is None else max(1, int((goal - trained) * rate))
             trainer.config = dataclasses.replace(trainer.config, max_steps=trainer.step + steps)
             before = trainer.step
             start = time.perf_counter()
             trainer.fit()
-            trained += time.perf_counter() - start
+            elapsed = time.perf_counter() - start
+            trained += elapsed
             if trainer.step == before:  # nothing left to train on (the epochs are spent)
                 break
+            planned = (trainer.step - before) / rate if rate else elapsed
+            if elapsed > SLOWDOWN_NOTED * planned + 1.0:
+                slowdowns.append(
+                    f"steps {before}-{trainer.step} took {elapsed:.0f} s, {elapsed / planned:.1f}x the {planned:.0f} s "
+                    "the earlier rate planned (the machine was busy?)"
+                )
         curve.append(CurvePoint(goal, trained, trainer.tokens, trainer.step, evaluate()))
-    return curve
+    return curve, slowdowns
 
 
 def train_and_evaluate(
@@ -190,7 +208,7 @@ def train_and_evaluate(
         evaluation[0] += time.perf_counter() - start
         return perplexity
 
-    curve = train_on_budget(trainer, quality.budget_seconds, quality.checkpoints, evaluate)
+    curve, slowdowns = train_on_budget(trainer, quality.budget_seconds, quality.checkpoints, evaluate)
     floor = corpus.floor_perplexity
     for point in curve:
         point.ppl_ratio = point.test_ppl / floor if floor else None
@@ -203,3 +221,4 @@ def train_and_evaluate(
     row.train_seconds = curve[-1].train_seconds
     row.eval_seconds = evaluation[0]
     row.curve = curve
+    row.error = "; ".join(slowdowns)

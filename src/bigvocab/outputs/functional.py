@@ -64,7 +64,7 @@ def gather_rows(param: Tensor, ids: Tensor, *, sparse: bool = True) -> Tensor:
 def pairs_compiled(hidden: Tensor) -> bool:
     """Per-example ids (and a tree's paths) are scored by the compiled pair kernel
     (:mod:`bigvocab.outputs.pair_kernels`) on CPU in float32 or float64; other devices gather the
-    rows and use a batched product (which a GPU does well)."""
+    rows and score them with an elementwise product and a sum (which a GPU does well)."""
     return hidden.device.type == "cpu" and hidden.dtype in (torch.float32, torch.float64)
 
 

@@ -2,7 +2,7 @@
 
 A sampling objective with draws per example (NCE's noise, Mnih & Teh 2012; importance sampling,
 Bengio & Senécal 2008; negative sampling, Mikolov et al. 2013) asks for s[n, j] = h_n . e_{ids[n, j]}
-for N examples and M draws each. Gathering the N·M rows (N·M, H) and a batched matrix-vector product
+for N examples and M draws each. Gathering the N·M rows (N·M, H) and scoring them
 writes and reads N·M·H floats, and the gradient of the gathered rows is as large again (270 MB each
 at N = 1024, M = 257, H = 256), although the step needs only N·M·H multiply-adds over U <= N·M
 distinct rows. :func:`pair_dots` computes the scores, and in the backward the gradients of h and of

@@ -46,10 +46,21 @@ def nesterov(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool)
                            weight_decay=config.weight_decay)
 
 
+class Adagrad(torch.optim.Adagrad):
+    """torch's Adagrad (Duchi et al. 2011), whose step opts out of torch's sparse invariant checks
+    explicitly: its sparse step builds tensors from indices it has just coalesced, and left to the
+    implicit default torch prints a warning about memory errors on the first step of every run,
+    a note to torch's developers that reads to a user as a fault of the run."""
+
+    def step(self, closure=None):  # type: ignore[override]
+        with torch.sparse.check_sparse_tensor_invariants(enable=False):
+            return super().step(closure)
+
+
 @OPTIMIZER_REGISTRY.register("adagrad")
 def adagrad(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool) -> Optional[torch.optim.Optimizer]:
     """Adagrad (Duchi et al. 2011); sparse gradients stay sparse."""
-    return torch.optim.Adagrad(params, lr=config.lr, weight_decay=0.0 if sparse else config.weight_decay)
+    return Adagrad(params, lr=config.lr, weight_decay=0.0 if sparse else config.weight_decay)
 
 
 @OPTIMIZER_REGISTRY.register("adadelta")
