@@ -105,18 +105,19 @@ def test_flat_pairs_of_uneven_counts_equal_the_gathered_products(monkeypatch, th
     assert torch.autograd.gradcheck(flat_pair_dots, small)
 
 
-@pytest.mark.parametrize("tree", ["huffman", "balanced", "class"])
-def test_hsm_gets_the_same_loss_and_gradients_from_the_kernel_and_from_torch(monkeypatch, tree):
-    """The compiled flat pairs against hsm's chunked gathers, on binary and n-ary trees."""
+def _assert_same_with_and_without_the_kernel(monkeypatch, module, method, **options):
+    """Loss and every gradient of ``method`` on 300 Zipf classes, with ``module``'s
+    ``pairs_compiled`` forced on and then off, from the same seed."""
     import bigvocab
-    from bigvocab.outputs import hsm
 
     counts = [1000 // (rank + 1) + 1 for rank in range(300)]
     results = []
     for compiled in (True, False):
-        monkeypatch.setattr(hsm, "pairs_compiled", lambda hidden, compiled=compiled: compiled)
+        monkeypatch.setattr(module, "pairs_compiled", lambda hidden, compiled=compiled: compiled)
         torch.manual_seed(0)
-        layer = bigvocab.create_output("hsm", 8, 300, counts=counts, tree=tree, dtype=torch.float64)
+        layer = bigvocab.create_output(method, 8, 300, counts=counts, dtype=torch.float64, **options)
+        for param in layer.parameters():  # neg starts its rows at zero, which would hide their gradients
+            torch.nn.init.normal_(param)
         hidden = torch.randn(16, 8, dtype=torch.float64, requires_grad=True)
         target = torch.randint(0, 300, (16,))
         loss = layer.loss(hidden, target)
@@ -126,28 +127,20 @@ def test_hsm_gets_the_same_loss_and_gradients_from_the_kernel_and_from_torch(mon
     assert len(results[0]) == len(results[1]) >= 3
     for ours, theirs in zip(*results):
         torch.testing.assert_close(ours, theirs, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("tree", ["huffman", "balanced", "class"])
+def test_hsm_gets_the_same_loss_and_gradients_from_the_kernel_and_from_torch(monkeypatch, tree):
+    """The compiled flat pairs against hsm's chunked gathers, on binary and n-ary trees."""
+    from bigvocab.outputs import hsm
+
+    _assert_same_with_and_without_the_kernel(monkeypatch, hsm, "hsm", tree=tree)
 
 
 @pytest.mark.parametrize("method", ["neg", "nce", "sampled", "ais"])
 def test_sampling_layers_get_the_same_loss_and_gradients_with_and_without_the_kernel(monkeypatch, method):
     """Per-example draws go to the kernel on CPU, and elsewhere (a GPU, bfloat16) to gathered rows
     scored by a product and a sum per example."""
-    import bigvocab
     from bigvocab.outputs.scorers import rows
 
-    counts = [1000 // (rank + 1) + 1 for rank in range(300)]
-    results = []
-    for compiled in (True, False):
-        monkeypatch.setattr(rows, "pairs_compiled", lambda hidden, compiled=compiled: compiled)
-        torch.manual_seed(0)
-        layer = bigvocab.create_output(method, 8, 300, counts=counts, dtype=torch.float64)
-        torch.nn.init.normal_(layer.weight)  # neg starts its rows at zero, which would hide their gradients
-        hidden = torch.randn(16, 8, dtype=torch.float64, requires_grad=True)
-        target = torch.randint(0, 300, (16,))
-        loss = layer.loss(hidden, target)
-        loss.backward()
-        grads = [p.grad.to_dense() for p in layer.parameters() if p.grad is not None]
-        results.append((loss.detach(), hidden.grad, *grads))
-    assert len(results[0]) == len(results[1]) >= 3
-    for ours, theirs in zip(*results):
-        torch.testing.assert_close(ours, theirs, rtol=1e-10, atol=1e-12)
+    _assert_same_with_and_without_the_kernel(monkeypatch, rows, method)
