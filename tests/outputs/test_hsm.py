@@ -108,10 +108,16 @@ def test_compiled_log_softmax_matches_the_differentiable_pass(monkeypatch, bias,
         compiled = layer.log_softmax(hidden)
         logits = hidden[:5] @ layer.weight.t() + (layer.bias if bias else 0)
         threaded = binary_leaf_log_probs(logits, layer._children.view(-1, 2), threads=3)
+        # Buffers passed in (as the chunk loop reuses them) are overwritten whole, stale values or not.
+        out = torch.full((5, V), float("nan"), dtype=dtype)
+        into = binary_leaf_log_probs(logits, layer._children.view(-1, 2), threads=3, out=out,
+                                     scratch=torch.full((5, V - 1), float("nan"), dtype=dtype))
     differentiable = layer.log_softmax(hidden).detach()
     tolerance = {"atol": 1e-12, "rtol": 1e-12} if dtype == torch.float64 else {}
     torch.testing.assert_close(compiled, differentiable, **tolerance)
     torch.testing.assert_close(threaded, differentiable[:5], **tolerance)
+    assert into.data_ptr() == out.data_ptr()
+    torch.testing.assert_close(into, differentiable[:5], **tolerance)
     if dtype == torch.float64:
         naive = _naive_log_prob(layer, hidden[36].expand(V, H), torch.arange(V))
         torch.testing.assert_close(compiled[36], naive.detach(), atol=1e-12, rtol=1e-12)

@@ -297,11 +297,14 @@ class HierarchicalSoftmax(OutputLayer):
         of one level, and the children they write, are whole contiguous rows of n numbers; in the
         (n, nodes) layout each level gathered and scattered columns, which cost more than the
         product itself. Each chunk reads the (V - 1, H) weights once, so chunks are as large as
-        ``max_chunk_elements`` allows (and at least _MIN_ROWS rows: with fewer, streaming the
-        weights dominates -- at V = 1M, 2 rows per chunk made it 8x slower than the full softmax).
+        ``max_chunk_elements`` allows, and at least _MIN_ROWS rows (with fewer, streaming the
+        weights dominates -- at V = 1M, 2 rows per chunk made it 8x slower than the full softmax)
+        or a quarter of the n rows asked for: the chunk's buffers, at most 2 (V - 1 + V) floats a
+        row, then stay within the (n, V) output the caller already holds, and the product has
+        rows enough to run near the matmul rate (16 rows at V = 1M ran it at half the rate of 134).
         """
         per_row = 2 * (self._num_nodes + self.num_classes)
-        rows_per_chunk = max(_MIN_ROWS, self.max_chunk_elements // per_row)
+        rows_per_chunk = max(_MIN_ROWS, self.max_chunk_elements // per_row, hidden.shape[0] // 4)
         if self._binary and hidden.device.type == "cpu" and not _differentiable(hidden, self.weight):
             return self._binary_log_softmax(hidden, rows_per_chunk)
         level = self._binary_levels if self._binary else self._general_levels
@@ -316,21 +319,30 @@ class HierarchicalSoftmax(OutputLayer):
         tree (:mod:`bigvocab.outputs.hsm_parallel`) assembles them from the ranks' rows instead."""
         return row_scores(self.weight, self.bias, h)
 
-    def _example_logits(self, h: Tensor) -> Tensor:
-        """(n, V - 1): the same scores example-major, the layout the compiled pass walks."""
-        return h @ self.weight.t() if self.bias is None else torch.addmm(self.bias, h, self.weight.t())
+    def _example_logits(self, h: Tensor, out: Optional[Tensor] = None) -> Tensor:
+        """(n, V - 1): the same scores example-major, the layout the compiled pass walks; written
+        into ``out`` (n, V - 1) when given."""
+        if self.bias is None:
+            return torch.matmul(h, self.weight.t(), out=out)
+        return torch.addmm(self.bias, h, self.weight.t(), out=out)
 
     def _binary_log_softmax(self, hidden: Tensor, rows_per_chunk: int) -> Tensor:
         """Without autograd on CPU: example-major node logits (n, V - 1) and one compiled top-down
-        pass per row (:mod:`bigvocab.outputs.tree_kernels`), rows split over torch's threads."""
+        pass per row (:mod:`bigvocab.outputs.tree_kernels`), rows split over torch's threads. The
+        chunks share one logits and one scratch buffer: allocating them afresh for every chunk
+        made the pass at V = 1M 1.3x slower (results/hsm-log-softmax-buffers)."""
         from bigvocab.outputs.tree_kernels import binary_leaf_log_probs  # numba loads on first use
 
         children = self._children.view(-1, 2)
         out = hidden.new_empty(hidden.shape[0], self.num_classes)
+        logits = hidden.new_empty(min(rows_per_chunk, hidden.shape[0]), self._num_nodes)
+        scratch = torch.empty_like(logits)
+        threads = torch.get_num_threads()
         for start in range(0, hidden.shape[0], rows_per_chunk):
-            logits = self._example_logits(hidden[start : start + rows_per_chunk])
-            threads = torch.get_num_threads()
-            out[start : start + rows_per_chunk] = binary_leaf_log_probs(logits, children, threads=threads)
+            h = hidden[start : start + rows_per_chunk]
+            rows = h.shape[0]
+            binary_leaf_log_probs(self._example_logits(h, out=logits[:rows]), children, threads=threads,
+                                  out=out[start : start + rows], scratch=scratch[:rows])
         return out
 
     def _binary_levels(self, logits: Tensor) -> Tensor:

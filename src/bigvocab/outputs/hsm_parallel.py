@@ -171,9 +171,10 @@ class VocabParallelHSM(RowSharded, HierarchicalSoftmax):
         assembled = h.new_zeros(self.num_classes - 1, h.shape[0]).index_copy(0, held[split:], owned)
         return sum_over_shards(assembled, self.group).index_copy(0, held[:split], top)
 
-    def _example_logits(self, h: Tensor) -> Tensor:
+    def _example_logits(self, h: Tensor, out: Optional[Tensor] = None) -> Tensor:
         # The compiled exact pass reads (n, V - 1); only the node-major assembly knows every row.
-        return self._node_logits(h).t()
+        logits = self._node_logits(h).t()
+        return logits if out is None else out.copy_(logits)
 
     def _topk(self, hidden: Tensor, k: int) -> tuple[Tensor, Tensor]:
         with torch.no_grad():

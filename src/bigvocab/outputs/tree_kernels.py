@@ -13,6 +13,8 @@ the kernel releases the GIL, so they run at once.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 import torch
 from numba import njit
@@ -47,20 +49,34 @@ def _top_down(
                 prefix[second] = right
 
 
-def binary_leaf_log_probs(logits: Tensor, children: Tensor, *, threads: int) -> Tensor:
+def binary_leaf_log_probs(
+    logits: Tensor,
+    children: Tensor,
+    *,
+    threads: int,
+    out: Optional[Tensor] = None,
+    scratch: Optional[Tensor] = None,
+) -> Tensor:
     """(n, V - 1) node logits of a binary tree whose nodes are numbered parents first, and its
     (V - 1, 2) children as unified ids (nodes, then leaves) -> (n, V) leaf log-probabilities.
 
-    CPU float tensors; ``threads`` Python threads take contiguous row ranges.
+    CPU float tensors; ``threads`` Python threads take contiguous row ranges. ``out`` (n, V) and
+    ``scratch`` (n, V - 1), contiguous, receive the result and the log-sigmoids when given: a caller
+    that walks row chunks passes the same buffers every time, since at V = 1M a fresh buffer per
+    chunk cost more in page faults than the pass itself.
     """
     logits = logits.contiguous()
+    n, num_nodes = logits.shape
+    if out is None:
+        out = logits.new_empty(n, num_nodes + 1)
+    if scratch is None:
+        scratch = torch.empty_like(logits)
     # log σ(-x) = -softplus(x), which torch computes about 1.7x faster than logsigmoid on CPU;
     # above the threshold softplus returns x, off by e^-40, below float64's resolution there.
-    log_sig_neg = torch.nn.functional.softplus(logits, threshold=40.0).neg_()
-    out = logits.new_empty(logits.shape[0], logits.shape[1] + 1)
+    log_sig_neg = torch.ops.aten.softplus.out(logits, 1, 40.0, out=scratch).neg_()
     arrays = (logits.numpy(), log_sig_neg.numpy(), children.contiguous().numpy(), out.numpy())
     # A node's visit (two loads, two stores, two additions) weighs as two multiply-adds of the
     # pair kernels: at V = 1M two threads paid from 16 rows on (1.25x), not at 4 (0.98x)
     # (results/kernel-threads/tree_pass_threads.py).
-    run_in_ranges(_top_down, arrays, logits.shape[0], threads, work_per_item=2 * logits.shape[1])
+    run_in_ranges(_top_down, arrays, n, threads, work_per_item=2 * num_nodes)
     return out
