@@ -112,7 +112,8 @@ class HierarchicalSoftmax(OutputLayer):
         zero_init: start the node vectors at zero, as word2vec's ``syn1`` (for skip-gram and
             CBOW); by default they start uniform in ±1/sqrt(H), which a language model's hidden
             layer needs to receive a gradient at the first step.
-        max_chunk_elements: bound on the floats held at once by the exact computations (None: 2**24).
+        max_chunk_elements: bound on the floats held at once by the exact computations (None: 2**24);
+            ``log_softmax`` may exceed it, its buffers staying within the size of its own output.
         device, dtype: where the parameters are created.
 
     Parameters: ``weight`` (V - 1, H) and ``bias`` (V - 1,), one row per non-reference child.
