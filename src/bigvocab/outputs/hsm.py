@@ -113,7 +113,7 @@ class HierarchicalSoftmax(OutputLayer):
             CBOW); by default they start uniform in ±1/sqrt(H), which a language model's hidden
             layer needs to receive a gradient at the first step.
         max_chunk_elements: bound on the floats held at once by the exact computations (None: 2**24);
-            ``log_softmax`` may exceed it, its buffers staying within the size of its own output.
+            ``log_softmax``'s row chunks may exceed it (at least 16 rows, or a quarter of the rows asked for).
         device, dtype: where the parameters are created.
 
     Parameters: ``weight`` (V - 1, H) and ``bias`` (V - 1,), one row per non-reference child.
