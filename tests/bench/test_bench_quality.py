@@ -7,9 +7,8 @@ import dataclasses
 
 from tiny_quality import tiny_quality
 
-from bigvocab.bench import quality as quality_module
-
 from bigvocab.bench import BenchConfig
+from bigvocab.bench import quality as quality_module
 from bigvocab.bench.quality import (
     PROBE_STEPS,
     corpus_side_data,
