@@ -84,6 +84,38 @@ def test_row_blocks_are_not_used_below_the_minimum_block(monkeypatch):
     assert not calls
 
 
+@pytest.mark.parametrize(
+    "rows, min_block, budget, expected_block",
+    [(6, 3, None, 4), (3, 128, None, 3), (6, 3, 28, 0)],
+    ids=["default-blocks-of-VxH", "one-block-of-all-rows-below-the-minimum", "explicit-budget-wins"],
+)
+def test_default_row_block_budget_is_the_weight_size(monkeypatch, rows, min_block, budget, expected_block):
+    """With no budget given, a row block may hold as many logits as the weight has elements
+    (capped by ROW_BLOCK_ELEMENTS), here 14 x 4 = 56: 4 whole rows of V = 14, where the chunk
+    budget (patched to 28) holds 2. Fewer rows than the minimum take one block of all of them; an
+    explicit budget is the row blocks' budget too. Values and gradients against brute force."""
+    monkeypatch.setattr(functional, "DEFAULT_CHUNK_ELEMENTS", 28)
+    monkeypatch.setattr(functional, "ROW_BLOCK_ELEMENTS", 1000)
+    monkeypatch.setattr(functional, "MIN_ROW_BLOCK", min_block)
+    blocks = []
+    original = functional._row_blocked_pass
+    monkeypatch.setattr(functional, "_row_blocked_pass", lambda *a: blocks.append(a[3]) or original(*a))
+    generator = torch.Generator().manual_seed(5)
+    hidden = torch.randn(rows, 4, dtype=torch.float64, generator=generator, requires_grad=True)
+    weight = torch.randn(14, 4, dtype=torch.float64, generator=generator, requires_grad=True)
+    target = torch.arange(rows) * 2
+    log_z, logit = chunked_logsumexp(hidden, weight, None, target, max_chunk_elements=budget, equal_row_weights=True)
+    (log_z - logit).mean().backward()
+    assert blocks == ([expected_block] if expected_block else [])
+    reference_hidden = hidden.detach().clone().requires_grad_()
+    reference_weight = weight.detach().clone().requires_grad_()
+    reference = torch.nn.functional.cross_entropy(reference_hidden @ reference_weight.t(), target)
+    reference.backward()
+    torch.testing.assert_close((log_z - logit).mean(), reference)
+    torch.testing.assert_close(hidden.grad, reference_hidden.grad)
+    torch.testing.assert_close(weight.grad, reference_weight.grad)
+
+
 def test_default_budget_follows_the_device_and_an_explicit_one_wins():
     """None means 2**24 logits on the CPU and 2**28 on CUDA (where the row-blocked pass then runs
     to V = 2M at N = 1024); a budget the caller gives is used as given on either."""

@@ -33,9 +33,16 @@ CUDA_CHUNK_ELEMENTS = 1 << 28
 SORT_ABOVE_CLASSES_PER_ID = 16
 
 #: The row-blocked pass of :func:`chunked_logsumexp` runs only when a block holds at least this
-#: many rows: each block streams all V weight rows through two products and adds into the whole
-#: (V, H) gradient, and with fewer rows those products stop being compute-bound.
+#: many rows (or all of them): each block streams all V weight rows through two products and adds
+#: into the whole (V, H) gradient, and with fewer rows those products stop being compute-bound.
 MIN_ROW_BLOCK = 128
+
+#: Logits a row block may hold when the caller sets no budget, on any device, though never more
+#: than the (V, H) weight matrix has elements: the block is then at most as large as the weight
+#: gradient the step writes anyway. On the CPU at N x H x V = 1024 x 256 x 1M the 64 MiB chunk
+#: budget fits 16 rows (vocabulary chunks, four products); a (V, 256) block of 1 GiB takes the
+#: step to three products, 20.6 -> 16.4 s (``results/full-row-blocks-class-major``).
+ROW_BLOCK_ELEMENTS = 1 << 28
 
 
 class _GatherRows(torch.autograd.Function):
@@ -160,7 +167,7 @@ class _ChunkedLogSumExp(torch.autograd.Function):
     one chunk the forward keeps exp(logits - peak) and the backward folds exp(peak - log Z) into
     g: three products a step, the least a softmax step can do. Otherwise the recomputation is one
     extra product per chunk, the price of holding one (chunk, N) block instead of N·V logits --
-    unless the caller weighs the rows alike and blocks of whole rows fit the budget
+    unless the caller weighs the rows alike and blocks of whole rows fit the row-block budget
     (``row_block`` > 0, :func:`_row_blocked_pass`): then three products again.
     """
 
@@ -261,38 +268,43 @@ def _row_blocked_pass(
 ) -> tuple[Tensor, dict]:
     """log Z (N,) and the gradients of Σ_n log Z_n, for the rows ``row_block`` at a time.
 
-    Each block's (rows, V) logits are complete, so its softmax P is exact at once and the
-    gradients come from the same block: ``P W`` for hidden (row n's own, so any later per-row
-    weight applies to it exactly), ``Pᵀ hidden`` for the weights and ``Pᵀ 1`` for the bias, summed
-    over the rows. Three products a step, against four for the vocabulary chunks, whose softmax
-    is only known after the last chunk and so has to be recomputed. P = diag(scale) E with
+    Each block's logits are complete, so its softmax P is exact at once and the gradients come
+    from the same block: ``P W`` for hidden (row n's own, so any later per-row weight applies to
+    it exactly), ``Pᵀ hidden`` for the weights and ``Pᵀ 1`` for the bias, summed over the rows.
+    Three products a step, against four for the vocabulary chunks, whose softmax is only known
+    after the last chunk and so has to be recomputed. P = E diag(scale) with
     E = exp(logits - peak): the scale multiplies the (rows, H) operands, not the block.
+
+    Blocks are class-major, (V, rows), as the vocabulary chunks are (:func:`_class_major_logits`):
+    at V = 1M and 256 rows on the CPU the three products ran at 124-141 GFLOP/s
+    (``results/full-row-blocks-class-major``). A partial last block is the front of the same
+    storage, so it too is contiguous.
     """
     need_hidden, need_weight, need_bias = needs
-    num_rows = hidden.shape[0]
+    num_rows, num_classes = hidden.shape[0], weight.shape[0]
     log_z = hidden.new_empty(num_rows, dtype=accumulation_dtype(hidden.dtype))
     grads = {
         "hidden": hidden.new_empty(hidden.shape) if need_hidden else None,
         "weight": torch.empty_like(weight) if need_weight else None,
         "bias": torch.empty_like(bias) if need_bias and bias is not None else None,
     }
-    buffer = hidden.new_empty((min(row_block, num_rows), weight.shape[0]))
+    storage = hidden.new_empty(min(row_block, num_rows) * num_classes)
     for start in range(0, num_rows, row_block):
         stop = min(start + row_block, num_rows)
         rows = hidden[start:stop]
-        exp_logits = buffer[: stop - start]
-        _chunk_logits(rows, weight, bias, 0, weight.shape[0], out=exp_logits)
-        peak, block_log_z = _logsumexp_(exp_logits)
+        exp_logits = storage[: num_classes * (stop - start)].view(num_classes, stop - start)
+        _class_major_logits(rows, weight, bias, 0, num_classes, out=exp_logits)
+        peak, block_log_z = _logsumexp_(exp_logits, dim=0)
         log_z[start:stop] = block_log_z
         scale = torch.exp(peak - block_log_z).to(hidden.dtype)
         if grads["hidden"] is not None:
-            torch.mm(exp_logits, weight, out=grads["hidden"][start:stop]).mul_(scale.unsqueeze(1))
+            torch.mm(exp_logits.t(), weight, out=grads["hidden"][start:stop]).mul_(scale.unsqueeze(1))
         # The first block writes the (V, H) sums, the others add to them: no zero-filling pass.
         beta = 0.0 if start == 0 else 1.0
         if grads["weight"] is not None:
-            grads["weight"].addmm_(exp_logits.t(), rows * scale.unsqueeze(1), beta=beta)
+            grads["weight"].addmm_(exp_logits, rows * scale.unsqueeze(1), beta=beta)
         if grads["bias"] is not None:
-            grads["bias"].addmv_(exp_logits.t(), scale, beta=beta)
+            grads["bias"].addmv_(exp_logits, scale, beta=beta)
     return log_z, grads
 
 
@@ -338,17 +350,20 @@ def chunked_logsumexp(
     differentiable; the cross-entropy is ``log_z - s_target``.
 
     ``equal_row_weights`` says that the caller weighs every row's log Z alike (a mean or sum of
-    per-example losses, as ``full`` does). Where a block of at least :data:`MIN_ROW_BLOCK` whole
-    rows fits the budget, but not all N rows, the forward then takes the rows a block at a time
-    and forms the gradients there: three products a step instead of four. The result is exact
-    either way; rows weighed unequally after all cost one more product (the weight and bias
-    gradients are recomputed by vocabulary chunks).
+    per-example losses, as ``full`` does). Where the (N, V) logits exceed the chunk budget but a
+    block of at least :data:`MIN_ROW_BLOCK` whole rows (or all N) fits the row-block budget, the
+    forward then takes the rows a block at a time and forms the gradients there: three products a
+    step instead of four. The row-block budget is ``max_chunk_elements`` when given, else the
+    larger of the chunk budget and :data:`ROW_BLOCK_ELEMENTS` capped at the weight's size (V·H).
+    The result is exact either way; rows weighed unequally after all cost one more product (the
+    weight and bias gradients are recomputed by vocabulary chunks).
     """
     num_rows, num_classes = hidden.shape[0], weight.shape[0]
     budget = chunk_budget(max_chunk_elements, hidden.device)
     chunk = chunk_size_for(num_rows, num_classes, budget)
-    rows_that_fit = budget // num_classes
-    use_row_blocks = equal_row_weights and MIN_ROW_BLOCK <= rows_that_fit < num_rows
+    row_budget = budget if max_chunk_elements is not None else max(budget, min(ROW_BLOCK_ELEMENTS, weight.numel()))
+    rows_that_fit = min(num_rows, row_budget // num_classes)
+    use_row_blocks = equal_row_weights and chunk < num_classes and rows_that_fit >= min(MIN_ROW_BLOCK, num_rows)
     return _ChunkedLogSumExp.apply(hidden, weight, bias, target, chunk, rows_that_fit if use_row_blocks else 0)
 
 
