@@ -1,8 +1,11 @@
 """``full`` -- the exact softmax, memory-bounded.
 
-The loss is ``log Z - s_target`` with log Z accumulated over vocabulary chunks and a hand-written
-backward (see :func:`bigvocab.outputs.functional.chunked_logsumexp`), so a training step at
-V = 1M never holds more than the weights, their gradient and one (N, chunk) block of logits.
+The loss is ``log Z - s_target`` with log Z accumulated over blocks of the logits and a
+hand-written backward (see :func:`bigvocab.outputs.functional.chunked_logsumexp`), so a training
+step at V = 1M never holds more than the weights, their gradient and one block of logits: a
+vocabulary chunk within ``max_chunk_elements``, or, when no budget is given, blocks of whole rows
+no larger than the weight matrix (at most 2**28 logits), which need three products a step
+instead of four.
 """
 from __future__ import annotations
 

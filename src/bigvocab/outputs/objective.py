@@ -40,7 +40,8 @@ class ScoredOutput(OutputLayer):
             ``"cnn"`` (rows from spelling), any registered scorer name
             (``bigvocab.factory.list_scorers()``), or a built Scorer.
         bias, max_chunk_elements: passed to the scorer (a per-class bias; scores held at once by
-            exact whole-vocabulary computations, None = 2**24, 2**28 on CUDA).
+            exact whole-vocabulary computations, None = 2**24, 2**28 on CUDA, and row blocks
+            up to the weight's size, at most 2**28, in ``full``'s step).
         device, dtype: where the parameters are created.
         **scorer_options: the scorer's own options (``words=``, ``correction_dim=``... for cnn).
 

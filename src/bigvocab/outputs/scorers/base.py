@@ -62,7 +62,8 @@ class Scorer(nn.Module):
         if max_chunk_elements is not None:
             check_positive_int("max_chunk_elements", max_chunk_elements)
         #: Scores held at once by whole-vocabulary computations; None = the library default
-        #: (``functional.chunk_budget``: 2**24, 2**28 on CUDA).
+        #: (``functional.chunk_budget``: 2**24, 2**28 on CUDA; row blocks of an equal-weight
+        #: softmax step up to the weight's size, at most 2**28: ``functional.chunked_logsumexp``).
         self.max_chunk_elements = max_chunk_elements
         #: Set by the owning objective: gather per-word rows with sparse gradients.
         self.sparse_grad = False

@@ -28,7 +28,9 @@ class LinearScorer(RowScorer):
         num_classes: V.
         bias: learn a per-class bias.
         max_chunk_elements: scores held at once by exact whole-vocabulary computations (None:
-            2**24, i.e. 64 MiB in float32, or 2**28 on CUDA: ``functional.chunk_budget``).
+            2**24, i.e. 64 MiB in float32, or 2**28 on CUDA: ``functional.chunk_budget``; with
+            None, ``full``'s training step may also take blocks of whole rows up to the weight's
+            size, at most 2**28: ``functional.chunked_logsumexp``).
         device, dtype: where the parameters are created (PyTorch's factory keywords).
     """
 
