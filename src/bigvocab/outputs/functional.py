@@ -41,7 +41,7 @@ MIN_ROW_BLOCK = 128
 #: than the (V, H) weight matrix has elements: the block is then at most as large as the weight
 #: gradient the step writes anyway. On the CPU at N x H x V = 1024 x 256 x 1M the 64 MiB chunk
 #: budget fits 16 rows (vocabulary chunks, four products); a (V, 256) block of 1 GiB takes the
-#: step to three products, 20.6 -> 16.4 s (``results/full-row-blocks-class-major``).
+#: step to three products, 19.98 -> 16.26 s paired (``results/full-row-blocks-class-major``).
 ROW_BLOCK_ELEMENTS = 1 << 28
 
 
