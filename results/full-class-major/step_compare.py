@@ -70,19 +70,29 @@ def main() -> None:
     torch.manual_seed(0)
     layer = create_output("full", HIDDEN, args.vocab, max_chunk_elements=args.budget)
     optimizer = make_optimizer(layer)
-    times: dict[str, list[float]] = {name: [] for name in variants}
-    names = list(variants)
-    for round_index in range(args.rounds + 1):  # round 0 warms up
+
+    def swap_in(name: str) -> None:
+        module, module.MIN_ROW_BLOCK = variants[name]
+        rows_scorer.chunked_logsumexp = module.chunked_logsumexp
+
+    times = timed_rounds(list(variants), swap_in, lambda: training_step(layer, optimizer, work), args.rounds)
+    load_file(Path(__file__).parents[1] / "full-row-blocks" / "step_compare.py").print_summary(times, args.vocab, rate)
+
+
+def timed_rounds(names: list[str], swap_in, step, rounds: int) -> dict[str, list[float]]:
+    """Seconds of ``step()`` for each variant in ``rounds`` rounds after a warm-up round, the
+    order alternating from round to round; ``swap_in(name)`` makes that variant the live one."""
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for round_index in range(rounds + 1):  # round 0 warms up
         for name in names if round_index % 2 == 0 else names[::-1]:
-            module, module.MIN_ROW_BLOCK = variants[name]
-            rows_scorer.chunked_logsumexp = module.chunked_logsumexp
+            swap_in(name)
             start = time.perf_counter()
-            training_step(layer, optimizer, work)
+            step()
             elapsed = time.perf_counter() - start
             if round_index:
                 times[name].append(elapsed)
                 print(f"  round {round_index} {name}: {elapsed:.3f} s", flush=True)
-    load_file(Path(__file__).parents[1] / "full-row-blocks" / "step_compare.py").print_summary(times, args.vocab, rate)
+    return times
 
 
 if __name__ == "__main__":

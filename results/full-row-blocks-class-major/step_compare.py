@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -45,17 +44,11 @@ def main() -> None:
     torch.manual_seed(0)
     layer = create_output("full", HIDDEN, args.vocab)
     optimizer = make_optimizer(layer)
-    times: dict[str, list[float]] = {name: [] for name in variants}
-    names = list(variants)
-    for round_index in range(args.rounds + 1):  # round 0 warms up
-        for name in names if round_index % 2 == 0 else names[::-1]:
-            rows_scorer.chunked_logsumexp = variants[name].chunked_logsumexp
-            start = time.perf_counter()
-            training_step(layer, optimizer, work)
-            elapsed = time.perf_counter() - start
-            if round_index:
-                times[name].append(elapsed)
-                print(f"  round {round_index} {name}: {elapsed:.3f} s", flush=True)
+
+    def swap_in(name: str) -> None:
+        rows_scorer.chunked_logsumexp = variants[name].chunked_logsumexp
+
+    times = class_major.timed_rounds(list(variants), swap_in, lambda: training_step(layer, optimizer, work), args.rounds)
     class_major.load_file(RESULTS / "full-row-blocks" / "step_compare.py").print_summary(times, args.vocab, rate)
 
 
