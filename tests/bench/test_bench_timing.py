@@ -8,7 +8,7 @@ import torch
 
 from bigvocab.bench import formatting as fmt
 from bigvocab.bench.config import BenchConfig
-from bigvocab.bench.speed import Prepared, repeats_within, time_operations
+from bigvocab.bench.speed import WARMUP_BELOW_SECONDS, Prepared, repeats_within, time_operations, timing_seconds
 from bigvocab.bench.timing import inner_loop_size, paired_speedup, paired_timings
 from bigvocab.errors import ConfigError
 
@@ -66,6 +66,37 @@ def test_paired_timings_alternate_order_and_count_calls():
     assert len(ref) == len(cand) == 3
     assert "".join(calls) == "rrccc" + "cccrr" + "rrccc"
     assert all(t > 0 for t in ref + cand)
+
+
+def test_paired_timings_warm_each_side_up_before_its_timings_when_asked():
+    calls: list[str] = []
+    paired_timings(
+        lambda: calls.append("r"),
+        lambda: calls.append("c"),
+        reference_inner=2,
+        candidate_inner=1,
+        repeats=3,
+        device=torch.device("cpu"),
+        candidate_warmup=True,
+    )
+    assert "".join(calls) == "rr" + "cc" + "cc" + "rr" + "rr" + "cc"
+
+
+def test_short_calls_are_warmed_up_before_each_timing_long_ones_are_not():
+    calls = {"full": 0, "layer": 0}
+
+    def counting(name):
+        return lambda: calls.__setitem__(name, calls[name] + 1)
+
+    # Call seconds as prepare() measured them; the closures themselves take no time.
+    long_call = WARMUP_BELOW_SECONDS * 1.5
+    reference = Prepared(None, {"train": counting("full")}, {"train": long_call}, {"train": 1}, None)
+    short = Prepared(None, {"train": counting("layer")}, {"train": 0.01}, {"train": 2}, None)
+    config = BenchConfig.quick(op_budget_seconds=100.0, repeats=3)
+    assert time_operations(reference, short, config, torch.device("cpu"))["train"].repeats == 3
+    assert calls == {"full": 3, "layer": 3 * (1 + 2)}
+    assert timing_seconds(0.01, 0.02) == pytest.approx(0.03)
+    assert timing_seconds(long_call, 0.02) == long_call
 
 
 def test_slow_operations_get_fewer_repetitions_but_at_least_one():

@@ -17,6 +17,7 @@ from bigvocab.bench.config import BenchConfig
 from bigvocab.bench.operations import FIT_STEPS
 from bigvocab.bench.recommend import TOLERANCE
 from bigvocab.bench.rows import QualityRow, SpeedRow
+from bigvocab.bench.speed import WARMUP_BELOW_SECONDS
 from bigvocab.files import atomic_write_text
 from bigvocab.registry import OUTPUTS
 
@@ -335,6 +336,8 @@ def _speed_caption(config: BenchConfig) -> str:
     return (
         f"Each speed-up is the median of the ratios full time / layer time over {config.repeats} repetitions, "
         "the two timed back to back in each repetition (order alternating), after a warm-up; IQR in brackets. "
+        f"An operation whose call lasts under {WARMUP_BELOW_SECONDS:g} s is called once, untimed, before each of its "
+        "timings, so that it is not charged for the caches and pages the other layer's call left. "
         f"Fewer repetitions are made where {config.repeats} pairs would last over {config.op_budget_seconds:g} s "
         "(the JSON/CSV give each count); `(1 call)` marks an operation whose single call outlasts that budget: "
         "its warm-up call is set against one call of full's. "

@@ -40,6 +40,14 @@ from bigvocab.outputs.base import OutputLayer
 #: An evaluation operation whose one-row probe predicts a longer call (N' rows) is not timed.
 MAX_CALL_SECONDS = 120.0
 
+#: An operation whose call lasts less is called once, untimed, before each of its paired
+#: timings. Right after the other side's call it runs on caches, pages and an allocator that the
+#: other layer left: at V = 1M, ``nce``'s and ``neg``'s first step after a ``full`` step took
+#: about 80 ms against 10-20 ms steady (``results/bench-warmup``), a cost a training loop, which
+#: calls the same layer step after step, never pays. A longer call is not repeated: that cost is
+#: small beside it, and a second ``full`` step at V = 1M would add seconds to every pair.
+WARMUP_BELOW_SECONDS = 1.0
+
 
 @dataclass
 class Prepared:
@@ -221,6 +229,13 @@ def measure_vocab(
     return rows
 
 
+def timing_seconds(call_seconds: float, min_time: float) -> float:
+    """Seconds one paired timing of a call lasting ``call_seconds`` takes: its inner loop (at
+    least ``min_time``) and, below :data:`WARMUP_BELOW_SECONDS`, the untimed call before it."""
+    warmup = call_seconds if call_seconds < WARMUP_BELOW_SECONDS else 0.0
+    return max(call_seconds, min_time) + warmup
+
+
 def repeats_within(budget_seconds: float, pair_seconds: float, most: int) -> int:
     """Repetitions of a pair lasting ``pair_seconds`` that fit in ``budget_seconds``, between 1
     and ``most``: a very slow operation is timed fewer times rather than stall the run."""
@@ -250,7 +265,8 @@ def time_operations(
             layer_times = [prepared.seconds[name]]
             full_times = [seconds_per_call(reference.operations[reference_name], reference.inner[reference_name], device)]
         else:
-            pair = max(prepared.seconds[name], config.min_time) + max(reference.seconds[reference_name], config.min_time)
+            full_seconds, layer_seconds = reference.seconds[reference_name], prepared.seconds[name]
+            pair = timing_seconds(full_seconds, config.min_time) + timing_seconds(layer_seconds, config.min_time)
             repeats = repeats_within(config.op_budget_seconds, pair, config.repeats)
             full_times, layer_times = paired_timings(
                 reference.operations[reference_name],
@@ -259,6 +275,8 @@ def time_operations(
                 candidate_inner=prepared.inner[name],
                 repeats=repeats,
                 device=device,
+                reference_warmup=full_seconds < WARMUP_BELOW_SECONDS,
+                candidate_warmup=layer_seconds < WARMUP_BELOW_SECONDS,
             )
         out[name] = OperationTiming.from_summary(paired_speedup(full_times, layer_times), repeats)
     return out

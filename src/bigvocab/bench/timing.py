@@ -52,22 +52,28 @@ def paired_timings(
     candidate_inner: int,
     repeats: int,
     device: torch.device,
+    reference_warmup: bool = False,
+    candidate_warmup: bool = False,
 ) -> tuple[list[float], list[float]]:
     """``repeats`` pairs of timings (reference, candidate) taken back to back.
 
     The order alternates between repetitions so that neither side always runs on a cache warmed
-    (or a clock throttled) by the other.
+    (or a clock throttled) by the other. A side with ``*_warmup`` makes one untimed call before
+    each of its timings: the first call after the other side's work pays for the caches, pages
+    and allocator state that work left behind, which a loop calling the same operation again and
+    again does not pay.
     """
-    reference_times: list[float] = []
-    candidate_times: list[float] = []
+    sides = {
+        "reference": (reference, reference_inner, reference_warmup, []),
+        "candidate": (candidate, candidate_inner, candidate_warmup, []),
+    }
     for repetition in range(repeats):
-        if repetition % 2 == 0:
-            reference_times.append(seconds_per_call(reference, reference_inner, device))
-            candidate_times.append(seconds_per_call(candidate, candidate_inner, device))
-        else:
-            candidate_times.append(seconds_per_call(candidate, candidate_inner, device))
-            reference_times.append(seconds_per_call(reference, reference_inner, device))
-    return reference_times, candidate_times
+        for side in ("reference", "candidate") if repetition % 2 == 0 else ("candidate", "reference"):
+            fn, inner, warmup, times = sides[side]
+            if warmup:
+                seconds_per_call(fn, 1, device)
+            times.append(seconds_per_call(fn, inner, device))
+    return sides["reference"][3], sides["candidate"][3]
 
 
 @dataclass(frozen=True)
