@@ -199,6 +199,23 @@ def test_a_spread_run_that_reaches_the_next_label_takes_it_in():
     assert sum(placed) / 4 == pytest.approx(0.035 / 4)
 
 
+def test_end_labels_stay_inside_the_bounds_in_order_and_apart():
+    """The bench-full V = 10k panel: a dozen curves ended near the floor and their spread labels
+    ran below the axes, over the tick labels."""
+    wanted = [0.05, 0.0, 0.02, 0.01, 0.03, 0.9]
+    placed = spread_labels(wanted, gap=0.1, bounds=(0.0, 1.0))
+    assert min(placed) >= 0.0 and max(placed) <= 1.0
+    ordered = sorted(placed)
+    assert all(b - a >= 0.1 - 1e-12 for a, b in zip(ordered, ordered[1:]))
+    assert sorted(range(6), key=placed.__getitem__) == sorted(range(6), key=wanted.__getitem__)
+    assert placed[5] == 0.9  # clear of the crowd: where its curve ends
+
+
+def test_more_end_labels_than_fit_share_the_height_evenly():
+    placed = spread_labels([0.5] * 11, gap=0.2, bounds=(0.0, 1.0))
+    assert sorted(placed) == pytest.approx([i / 10 for i in range(11)])
+
+
 def test_plots_without_matplotlib_say_why(results, tmp_path, monkeypatch):
     monkeypatch.setattr("bigvocab.bench.plots._pyplot", lambda: None)
     paths, notes = write_plots(results, tmp_path)

@@ -4,13 +4,15 @@
   interquartile range of the paired ratios as error bars.
 * ``perplexity_vs_time.png`` -- exact test perplexity (as a ratio to the floor where it is known)
   against training wall time, one curve per layer (its label at the curve's end, moved apart from
-  its neighbours' where curves end close together, and in the legend), one panel per corpus.
+  its neighbours' where curves end close together but kept inside the panel, and in one legend
+  below the panels, clear of the curves), one panel per corpus, ticks at the time budgets.
 """
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Optional
 
 from bigvocab.bench.rows import QualityRow, SpeedRow
 
@@ -74,8 +76,13 @@ def _speedup_plot(plt, rows: list[SpeedRow], path: Path) -> Path:
 
 def _perplexity_plot(plt, rows: list[QualityRow], path: Path) -> Path:
     datasets = list(dict.fromkeys(r.dataset for r in rows))
-    figure, panels = plt.subplots(1, len(datasets), figsize=(7 * len(datasets), 5.5), squeeze=False)
     labels = list(dict.fromkeys(r.approach for r in rows))
+    legend_rows = math.ceil(len(labels) / _LEGEND_COLUMNS)
+    # The legend sits below the panels, so it never hides a curve; the figure grows to hold it.
+    legend_inches = 0.3 + 0.17 * legend_rows
+    figure, panels = plt.subplots(
+        1, len(datasets), figsize=(7.5 * len(datasets), 5.5 + legend_inches), squeeze=False
+    )
     for axes, dataset in zip(panels[0], datasets):
         mine = [r for r in rows if r.dataset == dataset]
         relative = all(p.ppl_ratio is not None for r in mine for p in r.curve)
@@ -87,13 +94,20 @@ def _perplexity_plot(plt, rows: list[QualityRow], path: Path) -> Path:
             axes.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
         axes.set_xscale("log")
         axes.set_yscale("log")  # a diverged layer sits orders of magnitude above the rest
+        _tick_at_budgets(axes, sorted({p.budget_seconds for r in mine for p in r.curve}))
         ends = [(r.curve[-1], r.approach) for r in mine]
         _label_curve_ends(axes, [(label, p.train_seconds, p.ppl_ratio if relative else p.test_ppl) for p, label in ends])
         axes.set_xlabel("training wall time (s)")
         axes.set_ylabel("exact test perplexity / floor" if relative else "exact test perplexity")
         axes.set_title(dataset)
-        axes.legend(fontsize=6, ncol=2, loc="upper right")
-    figure.tight_layout()
+    handles, names = panels[0][0].get_legend_handles_labels()
+    for axes in panels[0][1:]:  # a layer that ran on one corpus only still gets its entry
+        for handle, name in zip(*axes.get_legend_handles_labels()):
+            if name not in names:
+                handles.append(handle)
+                names.append(name)
+    figure.legend(handles, names, loc="lower center", ncol=_LEGEND_COLUMNS, fontsize=7, frameon=False)
+    figure.tight_layout(rect=(0, legend_inches / figure.get_figheight(), 1, 1))
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return path
@@ -103,12 +117,26 @@ def _perplexity_plot(plt, rows: list[QualityRow], path: Path) -> Path:
 #: 7-point line is about 2% of the 5.5-inch figure's axes.
 _LABEL_GAP = 0.03
 
+#: entries per row of the shared legend below the panels.
+_LEGEND_COLUMNS = 6
+
+
+def _tick_at_budgets(axes, times: list[float]) -> None:
+    """x ticks at the training budgets where the perplexity was measured, in plain seconds (a log axis
+    over less than a decade otherwise prints crowded labels such as 4x10^2)."""
+    from matplotlib.ticker import FixedLocator, NullLocator
+
+    axes.xaxis.set_major_locator(FixedLocator(times))
+    axes.xaxis.set_minor_locator(NullLocator())
+    axes.set_xticklabels([f"{t:.0f}" for t in times])
+
 
 def _label_curve_ends(axes, ends: list[tuple[str, float, float]]) -> None:
     """Write each curve's label (label, x, y) right of its last point on log-log axes, moved
-    vertically just enough that no two labels overlap, with a thin line back to the point when moved."""
+    vertically just enough that no two labels overlap and none leaves the panel's height, with a
+    thin line back to the point when moved."""
     low, high = (math.log10(v) for v in axes.get_ylim())
-    heights = spread_labels([math.log10(y) for _, _, y in ends], _LABEL_GAP * (high - low))
+    heights = spread_labels([math.log10(y) for _, _, y in ends], _LABEL_GAP * (high - low), bounds=(low, high))
     for (label, x, y), height in zip(ends, heights):
         moved = abs(height - math.log10(y)) > 1e-9
         axes.annotate(
@@ -117,10 +145,14 @@ def _label_curve_ends(axes, ends: list[tuple[str, float, float]]) -> None:
         )
 
 
-def spread_labels(positions: list[float], gap: float) -> list[float]:
+def spread_labels(positions: list[float], gap: float, bounds: Optional[tuple[float, float]] = None) -> list[float]:
     """Label positions on one axis, each as near its wanted position as it can be with at least
     ``gap`` between any two: labels that would crowd form a run spaced ``gap`` apart, centred on
-    the mean of their wanted positions (runs that then touch merge). Returned in input order."""
+    the mean of their wanted positions (runs that then touch merge). With ``bounds`` (low, high)
+    the labels are then pushed inside them, the gap shrinking if all of them cannot otherwise fit;
+    their order is kept. Returned in input order."""
+    if bounds is not None and len(positions) > 1:
+        gap = min(gap, (bounds[1] - bounds[0]) / (len(positions) - 1))
     order = sorted(range(len(positions)), key=lambda i: positions[i])
     runs: list[tuple[float, list[int]]] = []  # (position of the run's first label, members)
     for index in order:
@@ -133,4 +165,20 @@ def spread_labels(positions: list[float], gap: float) -> list[float]:
     for start, members in runs:
         for rank, index in enumerate(members):
             placed[index] = start + rank * gap
+    if bounds is not None:
+        _push_inside(placed, order, gap, bounds)
     return placed
+
+
+def _push_inside(placed: list[float], order: list[int], gap: float, bounds: tuple[float, float]) -> None:
+    """Move labels spaced at least ``gap`` apart (``order`` lists them from lowest to highest) up
+    from below ``bounds[0]``, then down from above ``bounds[1]``, each pushing its neighbours."""
+    low, high = bounds
+    floor = low
+    for index in order:
+        placed[index] = max(placed[index], floor)
+        floor = placed[index] + gap
+    ceiling = high
+    for index in reversed(order):
+        placed[index] = min(placed[index], ceiling)
+        ceiling = placed[index] - gap
