@@ -26,17 +26,17 @@ from bigvocab.word2vec.kernels import FAST
 
 @njit(nogil=True, cache=True, fastmath=FAST)
 def _top_down(
-    logits: np.ndarray, log_sig_neg: np.ndarray, children: np.ndarray, out: np.ndarray, lo: int, hi: int
+    logits: np.ndarray, softplus: np.ndarray, children: np.ndarray, out: np.ndarray, lo: int, hi: int
 ) -> None:
-    """Rows lo:hi of ``out`` (n, V) from node logits (n, V - 1), their log σ(-x) (n, V - 1) and
-    children (V - 1, 2) as unified ids (internal nodes < V - 1 <= leaves), nodes in an order that
-    puts every parent before its children."""
+    """Rows lo:hi of ``out`` (n, V) from node logits (n, V - 1), their softplus(x) = -log σ(-x)
+    (n, V - 1) and children (V - 1, 2) as unified ids (internal nodes < V - 1 <= leaves), nodes in
+    an order that puts every parent before its children."""
     num_nodes = logits.shape[1]
     prefix = np.empty(num_nodes, dtype=out.dtype)  # log p(node) of the row being walked
     for row in range(lo, hi):
         prefix[0] = 0.0
         for node in range(num_nodes):
-            left = prefix[node] + log_sig_neg[row, node]
+            left = prefix[node] - softplus[row, node]
             right = left + logits[row, node]
             first, second = children[node, 0], children[node, 1]
             if first >= num_nodes:
@@ -61,9 +61,9 @@ def binary_leaf_log_probs(
     (V - 1, 2) children as unified ids (nodes, then leaves) -> (n, V) leaf log-probabilities.
 
     CPU float tensors; ``threads`` Python threads take contiguous row ranges. ``out`` (n, V) and
-    ``scratch`` (n, V - 1), contiguous, receive the result and the log-sigmoids when given: a caller
-    that walks row chunks passes the same buffers every time, since at V = 1M a fresh buffer per
-    chunk cost more in page faults than the pass itself.
+    ``scratch`` (n, V - 1), contiguous, receive the result and the softplus of the logits when
+    given: a caller that walks row chunks passes the same buffers every time, since at V = 1M a
+    fresh buffer per chunk cost more in page faults than the pass itself.
     """
     logits = logits.contiguous()
     n, num_nodes = logits.shape
@@ -71,10 +71,11 @@ def binary_leaf_log_probs(
         out = logits.new_empty(n, num_nodes + 1)
     if scratch is None:
         scratch = torch.empty_like(logits)
-    # log σ(-x) = -softplus(x), which torch computes about 1.7x faster than logsigmoid on CPU;
-    # above the threshold softplus returns x, off by e^-40, below float64's resolution there.
-    log_sig_neg = torch.ops.aten.softplus.out(logits, 1, 40.0, out=scratch).neg_()
-    arrays = (logits.numpy(), log_sig_neg.numpy(), children.contiguous().numpy(), out.numpy())
+    # log σ(-x) = -softplus(x), which torch computes about 1.7x faster than logsigmoid on CPU; the
+    # kernel subtracts it, which spares a pass negating the (n, V - 1) buffer. Above the threshold
+    # softplus returns x, off by e^-40, below float64's resolution there.
+    softplus = torch.ops.aten.softplus.out(logits, 1, 40.0, out=scratch)
+    arrays = (logits.numpy(), softplus.numpy(), children.contiguous().numpy(), out.numpy())
     # A node's visit (two loads, two stores, two additions) weighs as two multiply-adds of the
     # pair kernels: at V = 1M two threads paid from 16 rows on (1.25x), not at 4 (0.98x)
     # (results/kernel-threads/tree_pass_threads.py).

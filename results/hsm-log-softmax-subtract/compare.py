@@ -1,0 +1,50 @@
+"""Exact ``log_softmax`` of ``hsm`` (balanced and Huffman trees) and of ``full`` at V = 1M, H = 256,
+on the 268 rows the `--full` bench times there, 2 threads, median of 5 calls, in one process.
+
+    git worktree add /tmp/before 17263db
+    for round in 1 2; do for src in /tmp/before/src src; do
+        THP_MEM_ALLOC_ENABLE=1 PYTHONPATH=$src python results/hsm-log-softmax-subtract/compare.py; done; done   # compare.log
+
+Run alternately on the code before (softplus, then a pass negating it, then the compiled
+top-down pass adding) and after (the pass subtracts the softplus) to measure the pass saved.
+"""
+import statistics
+import time
+
+import torch
+
+import bigvocab
+from bigvocab.bench.side_data import synthetic_side_data
+
+V, H, ROWS = 1_000_000, 256, 268
+
+
+def median_seconds(call, repeats: int = 5) -> float:
+    call()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    torch.set_num_threads(2)
+    counts = synthetic_side_data(V).counts
+    hidden = torch.randn(ROWS, H)
+    full = bigvocab.create_output("full", H, V).eval()
+    line = [f"{bigvocab.__file__.split('/src/')[0]}:"]
+    with torch.no_grad():
+        full_seconds = median_seconds(lambda: full.log_softmax(hidden))
+        line.append(f"full {full_seconds:.3f} s")
+        for tree in ("balanced", "huffman"):
+            hsm = bigvocab.create_output("hsm", H, V, counts=counts, tree=tree).eval()
+            seconds = median_seconds(lambda: hsm.log_softmax(hidden))
+            line.append(f"hsm[{tree}] {seconds:.3f} s ({full_seconds / seconds:.2f}x full)")
+            del hsm
+    print(", ".join(line), flush=True)
+
+
+if __name__ == "__main__":
+    main()
