@@ -8,25 +8,22 @@ on the 268 rows the `--full` bench times there, 2 threads, median of 5 calls, in
 Run alternately on the code before (softplus, then a pass negating it, then the compiled
 top-down pass adding) and after (the pass subtracts the softplus) to measure the pass saved.
 """
-import statistics
-import time
+import sys
+from pathlib import Path
 
 import torch
 
 import bigvocab
 from bigvocab.bench.side_data import synthetic_side_data
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hsm-1m-log-softmax"))
+from hsm_vs_full import median_ms  # noqa: E402  (one warm-up call, then the median of 5)
+
 V, H, ROWS = 1_000_000, 256, 268
 
 
-def median_seconds(call, repeats: int = 5) -> float:
-    call()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+def median_seconds(call) -> float:
+    return median_ms(call) / 1e3
 
 
 def main() -> None:

@@ -53,7 +53,15 @@ def test_inner_loop_size():
     assert inner_loop_size(1e-9, 0.02, max_inner=50) == 50
 
 
-def test_paired_timings_alternate_order_and_count_calls():
+@pytest.mark.parametrize(
+    "candidate_warmup, expected",
+    [
+        (False, "rrccc" + "cccrr" + "rrccc"),
+        # A warm-up call precedes each of the candidate's timings, never the reference's.
+        (True, "rr" + "cccc" + "cccc" + "rr" + "rr" + "cccc"),
+    ],
+)
+def test_paired_timings_alternate_order_and_count_calls(candidate_warmup, expected):
     calls: list[str] = []
     ref, cand = paired_timings(
         lambda: calls.append("r"),
@@ -62,24 +70,11 @@ def test_paired_timings_alternate_order_and_count_calls():
         candidate_inner=3,
         repeats=3,
         device=torch.device("cpu"),
+        candidate_warmup=candidate_warmup,
     )
     assert len(ref) == len(cand) == 3
-    assert "".join(calls) == "rrccc" + "cccrr" + "rrccc"
+    assert "".join(calls) == expected
     assert all(t > 0 for t in ref + cand)
-
-
-def test_paired_timings_warm_each_side_up_before_its_timings_when_asked():
-    calls: list[str] = []
-    paired_timings(
-        lambda: calls.append("r"),
-        lambda: calls.append("c"),
-        reference_inner=2,
-        candidate_inner=1,
-        repeats=3,
-        device=torch.device("cpu"),
-        candidate_warmup=True,
-    )
-    assert "".join(calls) == "rr" + "cc" + "cc" + "rr" + "rr" + "cc"
 
 
 def test_short_calls_are_warmed_up_before_each_timing_long_ones_are_not():
