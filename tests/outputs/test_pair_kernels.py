@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from bigvocab.outputs import kernel_threads
-from bigvocab.outputs.pair_kernels import flat_pair_dots, gathered_pair_dots, pair_dots
+from bigvocab.outputs.pair_kernels import flat_pair_dots, pair_dots
 
 
 def _reference(hidden, table, index):
@@ -103,53 +103,6 @@ def test_flat_pairs_of_uneven_counts_equal_the_gathered_products(monkeypatch, th
     assert hidden_grad[2].abs().sum() == 0 and table_grad[5].abs().sum() == 0
     small = (hidden.detach().clone().requires_grad_(), table.detach().clone().requires_grad_(), example, row)
     assert torch.autograd.gradcheck(flat_pair_dots, small)
-
-
-@pytest.mark.parametrize("sparse", [True, False])
-@pytest.mark.parametrize("threads", [1, 3])
-def test_rows_read_in_place_equal_the_gathered_rows(monkeypatch, threads, sparse):
-    """gathered_pair_dots over rows ``row_ids`` of a larger table against gathering those rows and
-    scoring the copy: same scores, same hidden gradient, and the table's gradient on exactly the
-    named rows (sparse or dense as asked), others untouched."""
-    monkeypatch.setattr(kernel_threads, "MIN_WORK_PER_THREAD", 1)
-    generator = torch.Generator().manual_seed(4)
-    hidden = torch.randn(5, 7, dtype=torch.float64, generator=generator, requires_grad=True)
-    table = torch.randn(12, 7, dtype=torch.float64, generator=generator, requires_grad=True)
-    row_ids = torch.tensor([9, 2, 5, 0, 11])  # distinct, unsorted; rows 1, 3, 4, 6-8, 10 unnamed
-    example = torch.tensor([0, 0, 0, 1, 3, 3, 3, 3, 4, 0, 1])
-    row = torch.tensor([2, 0, 2, 4, 1, 1, 3, 0, 2, 4, 3])  # position 4 twice by example 0 and 1
-    upstream = torch.randn(example.numel(), dtype=torch.float64, generator=generator)
-    previous = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        ours = gathered_pair_dots(hidden, table, row_ids, example, row, sparse=sparse)
-        hidden_grad, table_grad = torch.autograd.grad(ours, (hidden, table), upstream)
-    finally:
-        torch.set_num_threads(previous)
-    expected = (hidden[example] * table[row_ids][row]).sum(1)
-    expected_hidden, expected_table = torch.autograd.grad(expected, (hidden, table), upstream)
-    torch.testing.assert_close(ours, expected, rtol=1e-12, atol=1e-12)
-    torch.testing.assert_close(hidden_grad, expected_hidden, rtol=1e-12, atol=1e-12)
-    assert table_grad.is_sparse == sparse
-    torch.testing.assert_close(table_grad.to_dense(), expected_table, rtol=1e-12, atol=1e-12)
-    if sparse:
-        assert sorted(table_grad.coalesce().indices()[0].tolist()) == sorted(row_ids.tolist())
-    index = torch.tensor([[2, 0, 2], [4, 1, 1]])
-    torch.testing.assert_close(
-        pair_dots(hidden, table, index, row_ids=row_ids, sparse=sparse),
-        pair_dots(hidden, table[row_ids], index),
-        rtol=1e-12, atol=1e-12,
-    )
-
-
-def test_rows_read_in_place_pass_gradcheck():
-    generator = torch.Generator().manual_seed(5)
-    hidden = torch.randn(3, 4, dtype=torch.float64, generator=generator, requires_grad=True)
-    table = torch.randn(6, 4, dtype=torch.float64, generator=generator, requires_grad=True)
-    row_ids, example, row = torch.tensor([4, 1, 3]), torch.tensor([0, 1, 1, 2, 2]), torch.tensor([0, 2, 1, 1, 0])
-    assert torch.autograd.gradcheck(
-        lambda h, t: gathered_pair_dots(h, t, row_ids, example, row, sparse=False), (hidden, table)
-    )
 
 
 def _assert_same_with_and_without_the_kernel(monkeypatch, module, method, **options):

@@ -263,7 +263,7 @@ class HierarchicalSoftmax(OutputLayer):
     def _decision_log_probs(self, hidden: Tensor, example: Tensor, node: Tensor, position: Tensor) -> Tensor:
         """log p(child ``position`` | ``node``, hidden[``example``]) for each step, (S,).
 
-        One dot product per (step, row), each touched row read once (sparse gradient).
+        Gathers each touched row once (sparse gradient), then one dot product per (step, row).
         """
         width = self._arity[node] - 1
         step_of = torch.repeat_interleave(torch.arange(node.shape[0], device=node.device), width)
@@ -271,15 +271,12 @@ class HierarchicalSoftmax(OutputLayer):
         if rows.numel() == 0:
             return hidden.new_zeros(node.shape[0])
         unique_rows, inverse = torch.unique(rows, return_inverse=True)
+        weight = gather_rows(self.weight, unique_rows, sparse=self.sparse_grad)
         if pairs_compiled(hidden):
-            from bigvocab.outputs.pair_kernels import gathered_pair_dots  # numba loads on first use
+            from bigvocab.outputs.pair_kernels import flat_pair_dots  # numba loads on first use
 
-            # The touched rows are read where they lie in the weight, not copied out first.
-            logits = gathered_pair_dots(
-                hidden, self.weight, unique_rows, example[step_of], inverse, sparse=self.sparse_grad
-            )
+            logits = flat_pair_dots(hidden, weight, example[step_of], inverse)
         else:
-            weight = gather_rows(self.weight, unique_rows, sparse=self.sparse_grad)
             logits = _PairDots.apply(hidden, weight, example[step_of], inverse, self._pairs_per_chunk())
         if self.bias is not None:
             logits = logits + gather_rows(self.bias, unique_rows, sparse=self.sparse_grad)[inverse]

@@ -19,8 +19,6 @@ ranges hold equal numbers of pairs (:func:`~bigvocab.outputs.kernel_threads.run_
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 import torch
 from numba import njit
@@ -60,7 +58,6 @@ def _group(index: np.ndarray, num_groups: int) -> tuple[np.ndarray, np.ndarray]:
 def _dots(
     hidden: np.ndarray,
     table: np.ndarray,
-    row_ids: np.ndarray,
     offsets: np.ndarray,
     order: np.ndarray,
     example: np.ndarray,
@@ -68,10 +65,10 @@ def _dots(
     lo: int,
     hi: int,
 ) -> None:
-    """out[p] = hidden[example[p]] . table[row_ids[u]] for the pairs p of rows u in lo:hi: each
-    table row is read once, the (N, H) hidden states (small) take the random reads."""
+    """out[p] = hidden[example[p]] . table[u] for the pairs p of table rows lo:hi: each table row
+    is read once, the (N, H) hidden states (small) take the random reads."""
     for u in range(lo, hi):
-        row = table[row_ids[u]]
+        row = table[u]
         for q in range(offsets[u], offsets[u + 1]):
             p = order[q]
             out[p] = _dot(hidden[example[p]], row)
@@ -81,7 +78,6 @@ def _dots(
 def _hidden_grad(
     grad: np.ndarray,
     table: np.ndarray,
-    row_ids: np.ndarray,
     row_of: np.ndarray,
     offsets: np.ndarray,
     order: np.ndarray,
@@ -89,9 +85,9 @@ def _hidden_grad(
     lo: int,
     hi: int,
 ) -> None:
-    """out[n] = Σ over the pairs p of example n of grad[p] · table[row_ids[row_of[p]]], for the
-    examples lo:hi, summed in a local row (stores to a fresh row per pair measured 3-4x slower
-    than the random reads of table rows)."""
+    """out[n] = Σ over the pairs p of example n of grad[p] · table[row_of[p]], for examples lo:hi,
+    summed in a local row (stores to a fresh row per pair measured 3-4x slower than the random
+    reads of table rows)."""
     width = out.shape[1]
     total = np.empty(width, dtype=out.dtype)
     for n in range(lo, hi):
@@ -99,7 +95,7 @@ def _hidden_grad(
         for q in range(offsets[n], offsets[n + 1]):
             p = order[q]
             g = grad[p]
-            row = table[row_ids[row_of[p]]]
+            row = table[row_of[p]]
             for d in range(width):
                 total[d] += g * row[d]
         out[n] = total
@@ -132,57 +128,41 @@ def _table_grad(
 
 class _PairDots(torch.autograd.Function):
     @staticmethod
-    def forward(  # type: ignore[override]
-        ctx, hidden: Tensor, table: Tensor, row_ids: Optional[Tensor], example: Tensor, row: Tensor, sparse: bool
-    ) -> Tensor:
+    def forward(ctx, hidden: Tensor, table: Tensor, example: Tensor, row: Tensor) -> Tensor:  # type: ignore[override]
         hidden, table = hidden.contiguous(), table.contiguous()
-        ids = (torch.arange(table.shape[0]) if row_ids is None else row_ids.contiguous()).numpy()
         example, row = example.contiguous().numpy(), row.contiguous().numpy()
-        by_row = _group(row, ids.shape[0])
+        by_row = _group(row, table.shape[0])
         out = hidden.new_empty(example.shape[0])
-        arrays = (hidden.numpy(), table.numpy(), ids, *by_row, example, out.numpy())
+        arrays = (hidden.numpy(), table.numpy(), *by_row, example, out.numpy())
         run_in_ranges(
-            _dots, arrays, ids.shape[0], torch.get_num_threads(), work=by_row[0], work_per_item=table.shape[1]
+            _dots, arrays, table.shape[0], torch.get_num_threads(), work=by_row[0], work_per_item=table.shape[1]
         )
         ctx.save_for_backward(hidden, table)
-        ctx.pairs = ids, example, row, by_row
-        ctx.row_ids, ctx.sparse = row_ids, sparse
+        ctx.pairs = example, row, by_row
         return out
 
     @staticmethod
     def backward(ctx, grad: Tensor):  # type: ignore[override]
         hidden, table = ctx.saved_tensors
-        ids, example, row, by_row = ctx.pairs
+        example, row, by_row = ctx.pairs
         grad = grad.contiguous().numpy()
         hidden_grad = table_grad = None
         if ctx.needs_input_grad[0]:
             hidden_grad = torch.empty_like(hidden)
             by_example = _group(example, hidden.shape[0])
-            arrays = (grad, table.numpy(), ids, row, *by_example, hidden_grad.numpy())
+            arrays = (grad, table.numpy(), row, *by_example, hidden_grad.numpy())
             run_in_ranges(
                 _hidden_grad, arrays, hidden.shape[0], torch.get_num_threads(),
                 work=by_example[0], work_per_item=table.shape[1],
             )
         if ctx.needs_input_grad[1]:
-            rows_grad = table.new_empty(ids.shape[0], table.shape[1])
-            arrays = (grad, hidden.numpy(), *by_row, example, rows_grad.numpy())
+            table_grad = torch.empty_like(table)
+            arrays = (grad, hidden.numpy(), *by_row, example, table_grad.numpy())
             run_in_ranges(
-                _table_grad, arrays, ids.shape[0], torch.get_num_threads(),
+                _table_grad, arrays, table.shape[0], torch.get_num_threads(),
                 work=by_row[0], work_per_item=table.shape[1],
             )
-            table_grad = _table_grad_from_rows(rows_grad, ctx.row_ids, table, ctx.sparse)
-        return hidden_grad, table_grad, None, None, None, None
-
-
-def _table_grad_from_rows(rows_grad: Tensor, row_ids: Optional[Tensor], table: Tensor, sparse: bool) -> Tensor:
-    """The table's gradient from its chosen rows' (U, H): that itself when the table is those rows
-    (``row_ids`` None), else a sparse COO tensor over the table's rows, or a dense one."""
-    if row_ids is None:
-        return rows_grad
-    if sparse:
-        # The ids are distinct and in range by construction (they indexed the forward).
-        return torch.sparse_coo_tensor(row_ids.unsqueeze(0), rows_grad, table.shape, check_invariants=False)
-    return table.new_zeros(table.shape).index_copy_(0, row_ids, rows_grad)
+        return hidden_grad, table_grad, None, None
 
 
 def flat_pair_dots(hidden: Tensor, table: Tensor, example: Tensor, row: Tensor) -> Tensor:
@@ -192,37 +172,15 @@ def flat_pair_dots(hidden: Tensor, table: Tensor, example: Tensor, row: Tensor) 
 
     CPU float32 or float64 tensors of one dtype; int64 pair indices.
     """
-    return _PairDots.apply(hidden, table, None, example, row, False)
+    return _PairDots.apply(hidden, table, example, row)
 
 
-def gathered_pair_dots(
-    hidden: Tensor, table: Tensor, row_ids: Tensor, example: Tensor, row: Tensor, *, sparse: bool = True
-) -> Tensor:
-    """:func:`flat_pair_dots` over the rows ``table[row_ids]`` of a larger (V, H) table, ``row_ids``
-    (U,) distinct, read where they lie: (P,) scores ``hidden[example[p]] . table[row_ids[row[p]]]``.
-
-    What :func:`~bigvocab.outputs.functional.gather_rows` followed by :func:`flat_pair_dots`
-    computes, without the gathered (U, H) copy of the rows (at V = 1M a fresh 5-20 MiB tensor
-    every step). The table's gradient is a sparse COO tensor over the U rows with ``sparse``, as
-    ``gather_rows``'s, else dense.
-    """
-    return _PairDots.apply(hidden, table, row_ids, example, row, sparse)
-
-
-def pair_dots(
-    hidden: Tensor, table: Tensor, index: Tensor, *, row_ids: Optional[Tensor] = None, sparse: bool = True
-) -> Tensor:
+def pair_dots(hidden: Tensor, table: Tensor, index: Tensor) -> Tensor:
     """(N, H) hidden, (U, H) table of rows, (N, M) positions in the table -> (N, M) scores
-    ``hidden[n] . table[index[n, j]]``, differentiable in ``hidden`` and ``table``. With
-    ``row_ids`` (U,) the table is a larger (V, H) one and position u names its row ``row_ids[u]``
-    (:func:`gathered_pair_dots`, whose gradient is sparse with ``sparse``).
+    ``hidden[n] . table[index[n, j]]``, differentiable in ``hidden`` and ``table``.
 
     CPU float32 or float64 tensors of one dtype.
     """
     num_rows, width = index.shape
     example = torch.arange(num_rows, device=index.device).repeat_interleave(width)
-    if row_ids is None:
-        scores = flat_pair_dots(hidden, table, example, index.reshape(-1))
-    else:
-        scores = gathered_pair_dots(hidden, table, row_ids, example, index.reshape(-1), sparse=sparse)
-    return scores.view(num_rows, width)
+    return flat_pair_dots(hidden, table, example, index.reshape(-1)).view(num_rows, width)

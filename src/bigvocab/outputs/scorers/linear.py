@@ -87,8 +87,5 @@ class LinearScorer(RowScorer):
     def all_rows(self) -> Tensor:
         return self.weight
 
-    def row_table(self) -> Tensor:
-        return self.weight
-
     def sparse_parameters(self) -> list[nn.Parameter]:
         return [p for p in (self.weight, self.bias) if p is not None]

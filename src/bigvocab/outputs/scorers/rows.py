@@ -67,11 +67,6 @@ class RowScorer(Scorer):
         """All V output embeddings (V, H)."""
         raise NotImplementedError
 
-    def row_table(self) -> Optional[Tensor]:
-        """The (V, H) parameter that :meth:`rows` gathers from, when its rows are the embeddings
-        as they are (None when rows are computed): the pair kernel then reads them in place."""
-        return None
-
     def _bias_of(self, ids: Tensor) -> Optional[Tensor]:
         return None if self.bias is None else gather_rows(self.bias, ids, sparse=self.sparse_grad)
 
@@ -86,7 +81,7 @@ class RowScorer(Scorer):
         no (N·M, H) copy of the rows, and a (U, H) rather than an (N·M, H) gradient.
 
         The N·M pairs go to the compiled pair kernel (:mod:`bigvocab.outputs.pair_kernels`),
-        which reads free rows (:meth:`row_table`) where they lie, without a (U, H) copy, unless the examples drew so many ids that the (N, U) product over every distinct row
+        unless the examples drew so many ids that the (N, U) product over every distinct row
         costs less: a BLAS product runs about :data:`PRODUCT_ADVANTAGE` times faster per
         multiply-add than the kernel's scattered row reads, so it wins while U is below that
         many times M (and its (N, U) block fits the chunk budget).
@@ -94,15 +89,13 @@ class RowScorer(Scorer):
         from bigvocab.outputs.pair_kernels import pair_dots  # numba loads on first use
 
         unique, inverse = distinct_ids(ids, self.num_classes)
+        rows = self.rows(unique)
         budget = chunk_budget(self.max_chunk_elements, hidden.device)
         distinct = unique.numel()
-        table = self.row_table()
         if distinct <= PRODUCT_ADVANTAGE * ids.shape[1] and ids.shape[0] * distinct <= budget:
-            logits = (hidden @ self.rows(unique).t()).gather(1, inverse)
-        elif table is not None:
-            logits = pair_dots(hidden, table, inverse, row_ids=unique, sparse=self.sparse_grad)
+            logits = (hidden @ rows.t()).gather(1, inverse)
         else:
-            logits = pair_dots(hidden, self.rows(unique), inverse)
+            logits = pair_dots(hidden, rows, inverse)
         bias = self._bias_of(unique)
         return logits if bias is None else logits + bias[inverse]
 
