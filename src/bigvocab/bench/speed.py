@@ -44,8 +44,9 @@ MAX_CALL_SECONDS = 120.0
 #: timings. Right after the other side's call it runs on caches, pages and an allocator that the
 #: other layer left: at V = 1M, a sampling layer's first step after a ``full`` step took up to 3x
 #: its steady time in one run, about 8x in another (``results/bench-warmup``), a cost a training
-#: loop, which calls the same layer step after step, never pays. A longer call is not repeated: that cost is
-#: small beside it, and a second ``full`` step at V = 1M would add seconds to every pair.
+#: loop, which calls the same layer step after step, never pays. A longer call is not repeated:
+#: that cost is small beside it, and a second ``full`` step at V = 1M would add seconds to every
+#: pair.
 WARMUP_BELOW_SECONDS = 1.0
 
 
