@@ -216,6 +216,19 @@ def test_more_end_labels_than_fit_share_the_height_evenly():
     assert sorted(placed) == pytest.approx([i / 10 for i in range(11)])
 
 
+def test_time_axis_ticks_are_the_budgets_written_plainly():
+    """--quick measures at 0.5, 1, 2 and 4 s: a tick format without decimals printed 0.5 as 0."""
+    pytest.importorskip("matplotlib")
+    from bigvocab.bench.plots import _pyplot, _tick_at_budgets
+
+    plt = _pyplot()
+    figure, axes = plt.subplots()
+    axes.set_xscale("log")
+    _tick_at_budgets(axes, [0.5, 1.0, 2.0, 4.0])
+    assert [tick.get_text() for tick in axes.get_xticklabels()] == ["0.5", "1", "2", "4"]
+    plt.close(figure)
+
+
 def test_plots_without_matplotlib_say_why(results, tmp_path, monkeypatch):
     monkeypatch.setattr("bigvocab.bench.plots._pyplot", lambda: None)
     paths, notes = write_plots(results, tmp_path)

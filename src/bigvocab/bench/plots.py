@@ -128,7 +128,7 @@ def _tick_at_budgets(axes, times: list[float]) -> None:
 
     axes.xaxis.set_major_locator(FixedLocator(times))
     axes.xaxis.set_minor_locator(NullLocator())
-    axes.set_xticklabels([f"{t:.0f}" for t in times])
+    axes.set_xticklabels([f"{t:g}" for t in times])
 
 
 def _label_curve_ends(axes, ends: list[tuple[str, float, float]]) -> None:
