@@ -79,18 +79,20 @@ def distinct_ids(ids: Tensor, num_classes: int) -> tuple[Tensor, Tensor]:
     """(unique, inverse) of ids in [0, num_classes): the sorted distinct ids (U,) and, in the
     shape of ``ids``, each one's position in them, as ``torch.unique(..., return_inverse=True)``.
 
-    A mark per class instead of a sort: O(V + M) work for M ids, which at a training step's few
+    A count per class instead of a sort: O(V + M) work for M ids, which at a training step's few
     hundred thousand draws is several times cheaper than sorting them -- unless V is much larger
-    than M (a few thousand negatives at V = 1M), where the sort's O(M log M) wins.
+    than M (a few thousand negatives at V = 1M), where the sort's O(M log M) wins. The counts come
+    from ``bincount`` and the positions from ``index_select``: marking the ids by indexed
+    assignment (``present[ids] = True``) and reading ``position[ids]`` took 1.5 ms for 141k ids at
+    V = 10k on two cores, these two 0.3 ms.
     """
-    if num_classes > SORT_ABOVE_CLASSES_PER_ID * ids.numel():
+    flat = ids.reshape(-1)
+    if num_classes > SORT_ABOVE_CLASSES_PER_ID * flat.numel():
         return torch.unique(ids, sorted=True, return_inverse=True)
-    present = torch.zeros(num_classes, dtype=torch.bool, device=ids.device)
-    present[ids.reshape(-1)] = True
-    unique = present.nonzero().squeeze(1)
+    unique = (torch.bincount(flat, minlength=num_classes) > 0).nonzero().squeeze(1)
     position = torch.empty(num_classes, dtype=torch.long, device=ids.device)
     position[unique] = torch.arange(unique.numel(), device=ids.device)
-    return unique, position[ids]
+    return unique, position.index_select(0, flat).view(ids.shape)
 
 
 def chunk_budget(max_elements: Optional[int], device: torch.device) -> int:
