@@ -53,6 +53,24 @@ def test_chosen_scores_match_the_full_matrix(scorer, sparse):
         assert_matches_reference(torch.cat([got_target[:, None], got], 1), want, inputs)
 
 
+def test_scores_without_autograd_read_free_rows_in_place(scorer, monkeypatch):
+    """Without autograd a free-row scorer scores per-example ids straight from its (V, H) table
+    (no distinct ids, no gathered copy); every scorer must still give the full matrix's scores."""
+    import bigvocab.outputs.scorers.rows as rows
+
+    hidden, _ = _inputs()
+    per_row = torch.tensor([[1], [28], [5], [5]])  # 16 x 1 < V <= 16 x 4: the in-place case
+    want = scorer.logits(hidden).gather(1, per_row).detach()
+    if scorer.free_rows:
+        def no_distinct_ids(*args, **kwargs):
+            raise AssertionError("the in-place path takes no distinct ids")
+
+        monkeypatch.setattr(rows, "distinct_ids", no_distinct_ids)
+    with torch.no_grad():
+        got = scorer.class_logits(hidden, per_row)
+    torch.testing.assert_close(got, want)
+
+
 def test_sparse_gradients_touch_only_the_chosen_rows(scorer):
     scorer.sparse_grad = True
     hidden, _ = _inputs()
