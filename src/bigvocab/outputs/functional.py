@@ -27,9 +27,11 @@ DEFAULT_CHUNK_ELEMENTS = 1 << 24
 #: chunks (``results/full-row-blocks/v1m-s12.log``).
 CUDA_CHUNK_ELEMENTS = 1 << 28
 
-#: :func:`distinct_ids` sorts the ids rather than marking the classes above this many classes per
-#: id (measured at 1 thread: at V = 1M, 6k ids sort in 0.3 ms against 1.5 ms to mark, 26k ids cost
-#: the same either way; at V = 100k-300k and 26k ids marking is 1.5-2x faster).
+#: :func:`distinct_ids` sorts the ids rather than counting the classes above this many classes per
+#: id. Counting by ``bincount``, two threads: at V = 1M 26k ids cost the same either way (1.5 ms),
+#: 66k ids sort faster (1.8-2.0 against 2.3-2.9 ms), 125k count as fast or faster (2.7-3.3 against
+#: 3.3-3.4); at V = 100k counting wins even at 15 classes per id (results/distinct-ids-bincount,
+#: compare.log and threshold.log: the crossover depends on V, so one threshold is a compromise).
 SORT_ABOVE_CLASSES_PER_ID = 16
 
 #: The row-blocked pass of :func:`chunked_logsumexp` runs only when a block holds at least this

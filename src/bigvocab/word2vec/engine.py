@@ -122,9 +122,8 @@ class _Scratch:
 
         size = arrays.syn0.shape[1]
         span = 2 * arrays.window
-        path = int(np.diff(arrays.path_offsets).max(initial=0)) if arrays.hs else 0
-        self.rows = np.empty(max(arrays.negative + 1, path), dtype=np.int64)
-        self.steps = np.empty(max(arrays.negative + 1, path), dtype=np.float32)
+        self.rows = np.empty(arrays.negative + 1, dtype=np.int64)
+        self.steps = np.empty(arrays.negative + 1, dtype=np.float32)
         self.sentence = np.empty(MAX_SENTENCE, dtype=np.int32)
         self.context = np.empty(span, dtype=np.int32)
         self.negatives = np.empty(arrays.negative, dtype=np.int64)

@@ -9,8 +9,9 @@ The arrays are numpy views of the bigvocab model's tensors (no copies):
 Every update is one SGD step of size ``alpha`` on one example's loss, taken in order, as in
 word2vec.c (Mikolov et al. 2013) and gensim: the output rows move first from the old input
 vector, and the input vector then moves by the error accumulated against the old output rows.
-Within one example all dot products (target and negatives, or every node of the tree path) are
-taken before any row moves (:func:`output_steps`), then each row is read once for both updates.
+With negative sampling all of an example's dot products are taken before any row moves, then
+each row is read once for both updates; along a tree path each node's row moves right after its
+dot product (:func:`output_steps`). Both give one SGD step: a path's nodes are distinct.
 With the torch models' losses (``bigvocab.models.word2vec``) that is ``param -= alpha * grad``
 for one example whose output rows are distinct (tests/word2vec/test_kernels.py), up to the
 sigmoid table's 1e-6 and word2vec's skip of saturated outputs (see :func:`step_size`).
@@ -128,7 +129,7 @@ def update_rows(l1, li, syn1, rows, steps, n, work) -> None:
 def output_steps(l1, li, syn1, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work, rows,
                  steps) -> None:
     """The output side of one example; ``work`` (1, H) must start at zero, ``rows``/``steps`` are
-    scratch of at least k + 1 and the longest tree path.
+    scratch of at least k + 1 (one for hierarchical softmax).
 
     Negative sampling: the target (label 1), then the negatives (label 0; one equal to the target
     is skipped); all the dot products are taken first, then the rows move (:func:`update_rows`):
