@@ -29,8 +29,8 @@ CUDA_CHUNK_ELEMENTS = 1 << 28
 
 #: :func:`distinct_ids` sorts the ids rather than counting the classes above this many classes per
 #: id. Counting by ``bincount``, two threads: at V = 1M 26k ids cost the same either way (1.5 ms),
-#: 66k ids sort faster (1.8-2.0 against 2.3-2.9 ms), 125k count as fast or faster (2.7-3.3 against
-#: 3.3-3.4); at V = 100k counting wins even at 15 classes per id (results/distinct-ids-bincount,
+#: 66k ids sort faster (1.8-1.9 against 2.1-2.7 ms), 125k count faster (2.8-2.9 against 3.3-3.4);
+#: at V = 100k counting wins even at 15 classes per id (results/distinct-ids-bincount,
 #: compare.log and threshold.log: the crossover depends on V, so one threshold is a compromise).
 SORT_ABOVE_CLASSES_PER_ID = 16
 
@@ -85,8 +85,8 @@ def distinct_ids(ids: Tensor, num_classes: int) -> tuple[Tensor, Tensor]:
     hundred thousand draws is several times cheaper than sorting them -- unless V is much larger
     than M (a few thousand negatives at V = 1M), where the sort's O(M log M) wins. The counts come
     from ``bincount`` and the positions from ``index_select``: marking the ids by indexed
-    assignment (``present[ids] = True``) and reading ``position[ids]`` took 1.5 ms for 141k ids at
-    V = 10k on two cores, these two 0.3 ms.
+    assignment (``present[ids] = True``) and reading ``position[ids]`` took 1.6 ms for 141k ids at
+    V = 10k on two cores, these two 0.4 ms (results/distinct-ids-bincount).
     """
     flat = ids.reshape(-1)
     if num_classes > SORT_ABOVE_CLASSES_PER_ID * flat.numel():
