@@ -27,11 +27,9 @@ DEFAULT_CHUNK_ELEMENTS = 1 << 24
 #: chunks (``results/full-row-blocks/v1m-s12.log``).
 CUDA_CHUNK_ELEMENTS = 1 << 28
 
-#: :func:`distinct_ids` sorts the ids rather than counting the classes above this many classes per
-#: id. Counting by ``bincount``, two threads: at V = 1M 26k ids cost the same either way (1.5 ms),
-#: 66k ids sort faster (1.8-1.9 against 2.1-2.7 ms), 125k count faster (2.8-2.9 against 3.3-3.4);
-#: at V = 100k counting wins even at 15 classes per id (results/distinct-ids-bincount,
-#: compare.log and threshold.log: the crossover depends on V, so one threshold is a compromise).
+#: :func:`distinct_ids` sorts the ids rather than marking the classes above this many classes per
+#: id (measured at 1 thread: at V = 1M, 6k ids sort in 0.3 ms against 1.5 ms to mark, 26k ids cost
+#: the same either way; at V = 100k-300k and 26k ids marking is 1.5-2x faster).
 SORT_ABOVE_CLASSES_PER_ID = 16
 
 #: The row-blocked pass of :func:`chunked_logsumexp` runs only when a block holds at least this
@@ -81,17 +79,18 @@ def distinct_ids(ids: Tensor, num_classes: int) -> tuple[Tensor, Tensor]:
     """(unique, inverse) of ids in [0, num_classes): the sorted distinct ids (U,) and, in the
     shape of ``ids``, each one's position in them, as ``torch.unique(..., return_inverse=True)``.
 
-    A count per class instead of a sort: O(V + M) work for M ids, which at a training step's few
+    A mark per class instead of a sort: O(V + M) work for M ids, which at a training step's few
     hundred thousand draws is several times cheaper than sorting them -- unless V is much larger
-    than M (a few thousand negatives at V = 1M), where the sort's O(M log M) wins. The counts come
-    from ``bincount`` and the positions from ``index_select``: marking the ids by indexed
-    assignment (``present[ids] = True``) and reading ``position[ids]`` took 1.6 ms for 141k ids at
-    V = 10k on two cores, these two 0.4 ms (results/distinct-ids-bincount).
+    than M (a few thousand negatives at V = 1M), where the sort's O(M log M) wins. The marks are
+    written by ``scatter_`` and the positions read by ``index_select``: torch's indexed assignment
+    (``present[ids] = True``) and ``position[ids]`` were as slow or slower at every size measured,
+    up to 3x (results/distinct-ids-scatter).
     """
     flat = ids.reshape(-1)
     if num_classes > SORT_ABOVE_CLASSES_PER_ID * flat.numel():
         return torch.unique(ids, sorted=True, return_inverse=True)
-    unique = (torch.bincount(flat, minlength=num_classes) > 0).nonzero().squeeze(1)
+    present = torch.zeros(num_classes, dtype=torch.uint8, device=ids.device)
+    unique = present.scatter_(0, flat, 1).nonzero().squeeze(1)
     position = torch.empty(num_classes, dtype=torch.long, device=ids.device)
     position[unique] = torch.arange(unique.numel(), device=ids.device)
     return unique, position.index_select(0, flat).view(ids.shape)
