@@ -46,9 +46,11 @@ def test_engine_learns_as_well_as_the_torch_path(small_corpus, same_class_rate, 
     assert rates[True] > rates[False] - 0.15, rates
 
 
-def test_two_threads_learn_too(small_corpus, same_class_rate):
+@pytest.mark.parametrize("sg,hs", COMBINATIONS)
+def test_two_threads_learn_too(small_corpus, same_class_rate, sg, hs):
+    """Two threads; with a tree, each moves its own copies of the top rows and merges them."""
     sentences, language = small_corpus
-    model = _train(sentences, sg=1, workers=2, seed=1)
+    model = _train(sentences, sg=sg, hs=hs, negative=0 if hs else 5, workers=2, seed=1)
     assert same_class_rate(model.wv, language) > 0.5
 
 

@@ -14,8 +14,8 @@ import torch
 pytest.importorskip("numba")
 
 from bigvocab.models import build_model  # noqa: E402
-from bigvocab.word2vec.engine import engine_arrays  # noqa: E402
-from bigvocab.word2vec.kernels import cbow_window, sg_pair, sg_window_shared  # noqa: E402
+from bigvocab.word2vec.engine import engine_arrays, staging  # noqa: E402
+from bigvocab.word2vec.kernels import cbow_window, load_staged, sg_pair, sg_window_shared, sync_staged  # noqa: E402
 
 V, H, ALPHA = 12, 6, 0.3
 COUNTS = list(range(60, 0, -5))
@@ -42,6 +42,11 @@ def _row_scratch() -> tuple[np.ndarray, np.ndarray]:
     return np.zeros(V, dtype=np.int64), np.zeros(V, dtype=np.float32)
 
 
+def _unstaged() -> tuple:
+    """The kernels' staging arguments (depth, slot_of, local) when no row is staged."""
+    return 0, np.zeros(1, dtype=np.int64), np.zeros((0, H), dtype=np.float32)
+
+
 def _sgd_step(model, batch) -> tuple[torch.Tensor, torch.Tensor]:
     """(embedding, output weight) after one SGD step of rate ALPHA on ``batch``'s loss."""
     model.zero_grad()
@@ -58,7 +63,7 @@ def test_skipgram_pair_is_one_sgd_step(output):
     want_emb, want_out = _sgd_step(model, {"centre": torch.tensor([source]), "target": torch.tensor([target])})
     a = engine_arrays(model)
     sg_pair(a.syn0, a.syn1, source, target, a.hs, a.path_offsets, a.path_rows, a.path_codes, negatives, ALPHA,
-            np.zeros((1, H), dtype=np.float32), *_row_scratch())
+            np.zeros((1, H), dtype=np.float32), *_row_scratch(), *_unstaged())
     assert not torch.equal(want_emb, model.embedding.weight.detach())  # the step moved something
     torch.testing.assert_close(model.embedding.weight.detach(), want_emb, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(model.output.weight.detach(), want_out, rtol=1e-5, atol=1e-6)
@@ -76,9 +81,74 @@ def test_cbow_window_is_one_sgd_step(output, cbow_mean):
     a = engine_arrays(model)
     cbow_window(a.syn0, a.syn1, np.array(context, dtype=np.int32), len(context), target, cbow_mean, a.hs,
                 a.path_offsets, a.path_rows, a.path_codes, negatives, ALPHA, np.zeros((1, H), dtype=np.float32),
-                np.zeros((1, H), dtype=np.float32), *_row_scratch())
+                np.zeros((1, H), dtype=np.float32), *_row_scratch(), *_unstaged())
     torch.testing.assert_close(model.embedding.weight.detach(), want_emb, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(model.output.weight.detach(), want_out, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("max_rows", [1, 3, 63])
+@pytest.mark.parametrize("name", ["skipgram", "cbow"])
+def test_staged_tree_rows_give_the_same_step_once_merged(name, max_rows):
+    """A thread that moves its own copies of the top tree rows (the root; root and children; the
+    whole tree here) and merges them takes the same SGD step as one that moves the shared rows."""
+    model = _model(name, "hsm", window=2)
+    a = engine_arrays(model)
+    stage = staging(a, workers=2, shared=False, max_rows=max_rows)
+    assert stage.depth >= 1 and stage.rows.shape[0] <= max_rows
+    assert np.array_equal(stage.slot_of[stage.rows], np.arange(stage.rows.shape[0]))
+    if name == "skipgram":
+        batch = {"centre": torch.tensor([4]), "target": torch.tensor([1])}
+    else:
+        batch = {"context": torch.tensor([[3, 8]]), "mask": torch.tensor([[True, True]]), "target": torch.tensor([6])}
+    want_emb, want_out = _sgd_step(model, batch)
+    local = np.empty((stage.rows.shape[0], H), dtype=np.float32)
+    base = np.empty_like(local)
+    load_staged(a.syn1, stage.rows, local, base)
+    staged_args = (stage.depth, stage.slot_of, local)
+    work = np.zeros((1, H), dtype=np.float32)
+    none = np.zeros(0, dtype=np.int64)
+    if name == "skipgram":
+        sg_pair(a.syn0, a.syn1, 4, 1, True, a.path_offsets, a.path_rows, a.path_codes, none, ALPHA, work,
+                *_row_scratch(), *staged_args)
+    else:
+        cbow_window(a.syn0, a.syn1, np.array([3, 8], dtype=np.int32), 2, 6, True, True, a.path_offsets, a.path_rows,
+                    a.path_codes, none, ALPHA, np.zeros((1, H), dtype=np.float32), work, *_row_scratch(), *staged_args)
+    staged_rows = torch.from_numpy(stage.rows)
+    assert torch.equal(model.output.weight.detach()[staged_rows], torch.from_numpy(base))  # not merged yet
+    sync_staged(a.syn1, stage.rows, local, base)
+    torch.testing.assert_close(model.embedding.weight.detach(), want_emb, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(model.output.weight.detach(), want_out, rtol=1e-5, atol=1e-6)
+    assert np.array_equal(local, a.syn1[stage.rows]) and np.array_equal(base, local)
+
+
+def test_sync_adds_each_threads_moves_to_the_shared_rows():
+    """Two threads' copies of the same rows, merged one after the other: the shared rows end with
+    both threads' moves, and each copy with what was shared when it merged."""
+    shared = np.arange(12, dtype=np.float32).reshape(4, 3)
+    rows = np.array([3, 1])
+    copies = []
+    for _ in range(2):
+        local, base = np.empty((2, 3), dtype=np.float32), np.empty((2, 3), dtype=np.float32)
+        load_staged(shared, rows, local, base)
+        copies.append((local, base))
+    copies[0][0][:] += 1.0
+    copies[1][0][0] -= 0.5
+    sync_staged(shared, rows, *copies[0])
+    sync_staged(shared, rows, *copies[1])
+    want = np.arange(12, dtype=np.float32).reshape(4, 3)
+    want[[3, 1]] += 1.0
+    want[3] -= 0.5
+    np.testing.assert_array_equal(shared, want)
+    np.testing.assert_array_equal(copies[1][0], want[rows])
+    np.testing.assert_array_equal(copies[0][0], want[rows] + np.array([[0.5], [0.0]], dtype=np.float32))
+
+
+def test_no_rows_are_staged_for_one_thread_hogbatch_or_negative_sampling():
+    tree = engine_arrays(_model("skipgram", "hsm"))
+    assert staging(tree, workers=1, shared=False).depth == 0
+    assert staging(engine_arrays(_model("skipgram", "neg")), workers=2, shared=False).depth == 0
+    assert staging(tree, workers=2, shared=True).depth == 0
+    assert staging(tree, workers=2, shared=False, max_rows=0).depth == 0
 
 
 def test_hogbatch_window_is_one_sgd_step_on_the_window():

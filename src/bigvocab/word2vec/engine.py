@@ -17,9 +17,13 @@ fixed range per thread left the faster one idle at the end (skip-gram + neg at 2
 0.72x gensim's words/s that way; see the README for the figures since). The learning rate decays linearly with the words read by all
 threads together, from ``alpha`` at the first word of the run to ``min_alpha`` at the last
 (word2vec.c, gensim), and is constant within a chunk. One thread takes the chunks in order, so
-its run is reproducible for a seed. ``should_stop`` (polled by the calling thread) ends the epoch
-once the chunks under way are done, with every chunk before the cursor trained, so the epoch
-resumes from the cursor (a signal stops a run within a chunk, not at the epoch's end).
+its run is reproducible for a seed. With a tree on several threads, each thread moves its own
+copies of the top nodes' rows, which every example updates, and merges them every few examples
+(:func:`staging`, :func:`kernels.sync_staged`): shared, those rows changed cores on every
+example and two threads trained no faster than one. ``should_stop`` (polled by the calling
+thread) ends the epoch once the chunks under way are done, with every chunk before the cursor
+trained, so the epoch resumes from the cursor (a signal stops a run within a chunk, not at the
+epoch's end).
 """
 from __future__ import annotations
 
@@ -39,6 +43,10 @@ from bigvocab.word2vec.corpus import PassedPages
 
 #: Words per engine call: the learning rate is constant within one (gensim's batch_words).
 CHUNK_WORDS = 10000
+
+#: At most this many tree nodes nearest the root are staged: each of several threads moves its own
+#: copy of their rows (:func:`kernels.sync_staged`).
+STAGED_ROWS = 63
 
 
 @dataclass
@@ -114,10 +122,40 @@ def chunk_end(stream: np.ndarray, at: int) -> int:
     return at + int(ends[0]) if ends.size else at
 
 
-class _Scratch:
-    """One thread's work buffers."""
+@dataclass
+class Staging:
+    """The tree nodes whose rows each thread copies (:func:`kernels.sync_staged`): those at the
+    first ``depth`` levels of every path, ``rows`` (m,), and ``slot_of`` (R,), the slot of each
+    row among them (-1 for the others)."""
 
-    def __init__(self, arrays: EngineArrays, rng_seed: int) -> None:
+    depth: int
+    rows: np.ndarray
+    slot_of: np.ndarray
+
+
+def staging(arrays: EngineArrays, workers: int, shared: bool, max_rows: int = STAGED_ROWS) -> Staging:
+    """The levels from the root that hold at most ``max_rows`` nodes, for a hierarchical softmax
+    on several threads; none otherwise (one thread keeps word2vec's arithmetic exactly)."""
+    none = Staging(0, np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64))
+    if not arrays.hs or workers < 2 or shared or arrays.path_rows.shape[0] == 0:
+        return none
+    offsets, rows = arrays.path_offsets, arrays.path_rows
+    depth = np.arange(rows.shape[0]) - np.repeat(offsets[:-1], np.diff(offsets))
+    deepest = min(int(depth.max()) + 1, max_rows.bit_length())  # a level holds at least one node
+    per_level = [np.unique(rows[depth == d]).shape[0] for d in range(deepest)]
+    levels = int(np.searchsorted(np.cumsum(per_level), max_rows, side="right"))
+    if levels == 0:
+        return none
+    staged = np.unique(rows[depth < levels])
+    slot_of = np.full(arrays.syn1.shape[0], -1, dtype=np.int64)
+    slot_of[staged] = np.arange(staged.shape[0])
+    return Staging(levels, staged, slot_of)
+
+
+class _Scratch:
+    """One thread's work buffers, and its copies of the staged rows."""
+
+    def __init__(self, arrays: EngineArrays, rng_seed: int, staged: int) -> None:
         from bigvocab.word2vec.kernels import MAX_SENTENCE  # numba loads on first use, not on import
 
         size = arrays.syn0.shape[1]
@@ -132,6 +170,9 @@ class _Scratch:
         self.grads = np.empty((span, size), dtype=np.float32)
         self.dots = np.empty((span, arrays.negative + 1), dtype=np.float32)
         self.rng = np.array([rng_seed], dtype=np.uint64)
+        self.local = np.empty((staged, size), dtype=np.float32)
+        self.base = np.empty_like(self.local)
+        self.since = np.zeros(1, dtype=np.int64)
 
 
 @dataclass
@@ -221,9 +262,10 @@ def train_epoch(
 
     cursor = _Cursor(stream, start, chunk_words, words_before)
     errors: list[BaseException] = []
+    stage = staging(arrays, workers, shared)
 
     def work(worker: int) -> None:
-        scratch = _Scratch(arrays, _seed(seed, epoch, worker))
+        scratch = _Scratch(arrays, _seed(seed, epoch, worker), stage.rows.shape[0])
         try:
             while (chunk := cursor.take(worker)) is not None:
                 read, kept = train_chunk(
@@ -231,7 +273,8 @@ def train_epoch(
                     shared, arrays.cbow_mean, arrays.window, shrink, arrays.accept, arrays.alias, arrays.path_offsets,
                     arrays.path_rows, arrays.path_codes, schedule.at(cursor.read), scratch.rng, scratch.sentence,
                     scratch.context, scratch.negatives, scratch.neu1, scratch.work, scratch.rows, scratch.steps,
-                    scratch.grads, scratch.dots,
+                    scratch.grads, scratch.dots, stage.depth, stage.slot_of, stage.rows, scratch.local, scratch.base,
+                    scratch.since,
                 )
                 cursor.done(worker, read, kept)
         except BaseException as error:  # surfaced in the calling thread

@@ -25,6 +25,10 @@ sigmoid table's 1e-6 and word2vec's skip of saturated outputs (see :func:`step_s
 
 Random numbers come from word2vec.c's linear congruential generator, one state per thread, so
 a single-thread run is reproducible for a seed.
+
+With several threads and a tree, each thread moves its own copies of the rows nearest the root
+and merges them into the shared table every SYNC_EVERY examples and at the end of each chunk
+(:func:`sync_staged`); one thread moves the shared rows themselves.
 """
 from __future__ import annotations
 
@@ -111,25 +115,61 @@ def step_size(f: float, label: float, alpha: float, hs: bool) -> float:
 
 
 @njit(nogil=True, cache=True, fastmath=FAST, inline="always")
+def move_row(l1, li, table, row, g, work) -> None:
+    """``work[0] += g table[row]`` with the row's old value, then ``table[row] += g l1[li]``: one
+    pass over the row, which is read once for both."""
+    for k in range(table.shape[1]):
+        old = table[row, k]
+        work[0, k] += g * old
+        table[row, k] = old + g * l1[li, k]
+
+
+@njit(nogil=True, cache=True, fastmath=FAST, inline="always")
 def update_rows(l1, li, syn1, rows, steps, n, work) -> None:
-    """For j < n: ``work[0] += steps[j] syn1[rows[j]]`` with the row's old value, then
-    ``syn1[rows[j]] += steps[j] l1[li]`` -- one pass over each row, which is read once for both."""
+    """:func:`move_row` for each j < n: ``syn1[rows[j]]`` by ``steps[j]``."""
     for j in range(n):
         g = np.float32(steps[j])
-        if g == 0.0:
-            continue
-        row = rows[j]
+        if g != 0.0:
+            move_row(l1, li, syn1, rows[j], g, work)
+
+
+@njit(nogil=True, cache=True, fastmath=FAST)
+def load_staged(syn1, staged, local, base) -> None:
+    """This thread's copies ``local`` and ``base`` of the shared rows ``syn1[staged]``."""
+    for s in range(staged.shape[0]):
         for k in range(syn1.shape[1]):
-            old = syn1[row, k]
-            work[0, k] += g * old
-            syn1[row, k] = old + g * l1[li, k]
+            local[s, k] = syn1[staged[s], k]
+            base[s, k] = local[s, k]
+
+
+@njit(nogil=True, cache=True, fastmath=FAST)
+def sync_staged(syn1, staged, local, base) -> None:
+    """Adds what this thread moved its copies of the staged rows by since the last sync to the
+    shared rows, and takes the shared rows (with the other threads' moves) as its new copies.
+
+    Every tree path starts at the root, so with Hogwild threads the top nodes' rows changed hands
+    between the cores on every example, and that traffic, not the arithmetic, set the pace: sg +
+    hs trained no faster on two threads than on one. Each thread therefore moves its own copy of
+    the rows near the root and merges it every SYNC_EVERY examples: it sees its own updates at
+    once and the other threads' a few examples late (a Hogwild thread sees them late too, by as
+    long as the cache line takes to arrive). Two threads that merge the same row at the same
+    moment may lose one's update to it, as Hogwild threads may lose any update."""
+    for s in range(staged.shape[0]):
+        row = staged[s]
+        for k in range(syn1.shape[1]):
+            value = syn1[row, k] + (local[s, k] - base[s, k])
+            syn1[row, k] = value
+            local[s, k] = value
+            base[s, k] = value
 
 
 @njit(nogil=True, cache=True, fastmath=FAST, inline="always")
 def output_steps(l1, li, syn1, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work, rows,
-                 steps) -> None:
+                 steps, staged_depth, slot_of, local) -> None:
     """The output side of one example; ``work`` (1, H) must start at zero, ``rows``/``steps`` are
-    scratch of at least k + 1 (one for hierarchical softmax).
+    scratch of at least k + 1 (negative sampling). The first ``staged_depth`` nodes of a tree path
+    move this thread's copies ``local[slot_of[row]]`` instead of their shared rows
+    (:func:`sync_staged`; 0: none).
 
     Negative sampling: the target (label 1), then the negatives (label 0; one equal to the target
     is skipped); all the dot products are taken first, then the rows move (:func:`update_rows`):
@@ -142,10 +182,17 @@ def output_steps(l1, li, syn1, target, hs, path_offsets, path_rows, path_codes, 
     gensim's words/s on two threads, 0.85x this way; on one thread 1.24x, 1.13x this way;
     results/word2vec-hs-threads)."""
     if hs:
-        for d in range(path_offsets[target], path_offsets[target + 1]):
-            rows[0] = path_rows[d]
-            steps[0] = step_size(dot(l1, li, syn1, path_rows[d]), float(path_codes[d]), alpha, True)
-            update_rows(l1, li, syn1, rows, steps, 1, work)
+        start, end = path_offsets[target], path_offsets[target + 1]
+        split = min(end, start + staged_depth)
+        for d in range(start, split):
+            slot = slot_of[path_rows[d]]
+            g = step_size(dot(l1, li, local, slot), float(path_codes[d]), alpha, True)
+            if g != 0.0:
+                move_row(l1, li, local, slot, np.float32(g), work)
+        for d in range(split, end):
+            g = step_size(dot(l1, li, syn1, path_rows[d]), float(path_codes[d]), alpha, True)
+            if g != 0.0:
+                move_row(l1, li, syn1, path_rows[d], np.float32(g), work)
         return
     rows[0] = target
     steps[0] = step_size(dot(l1, li, syn1, target), 1.0, alpha, False)
@@ -166,20 +213,20 @@ def draw_negatives(accept, alias, rng, out) -> None:
 
 @njit(nogil=True, cache=True, fastmath=FAST, inline="always")
 def sg_pair(syn0, syn1, source, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work, rows,
-            steps) -> None:
+            steps, staged_depth, slot_of, local) -> None:
     """Skip-gram on one pair: ``syn0[source]`` predicts ``target``; ``work`` is (1, H) scratch,
     ``rows``/``steps`` as in :func:`output_steps`."""
     for k in range(work.shape[1]):
         work[0, k] = 0.0
     output_steps(syn0, source, syn1, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work, rows,
-                 steps)
+                 steps, staged_depth, slot_of, local)
     axpy(1.0, work, 0, syn0, source)
 
 
 @njit(nogil=True, cache=True, fastmath=FAST, inline="always")
 def cbow_window(
     syn0, syn1, context, count, target, cbow_mean, hs, path_offsets, path_rows, path_codes, negatives, alpha,
-    neu1, work, rows, steps,
+    neu1, work, rows, steps, staged_depth, slot_of, local,
 ) -> None:
     """CBOW on one window: the mean (or sum) of ``syn0[context[:count]]`` predicts ``target``.
 
@@ -195,7 +242,8 @@ def cbow_window(
         for k in range(neu1.shape[1]):
             neu1[0, k] *= scale
     work[0, :] = 0.0
-    output_steps(neu1, 0, syn1, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work, rows, steps)
+    output_steps(neu1, 0, syn1, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work, rows, steps,
+                 staged_depth, slot_of, local)
     share = 1.0 if cbow_mean else scale
     for c in range(count):
         axpy(share, work, 0, syn0, context[c])
@@ -230,6 +278,10 @@ def sg_window_shared(syn0, syn1, context, count, target, negatives, alpha, grads
         axpy(1.0, grads, c, syn0, context[c])
 
 
+#: Examples (skip-gram pairs, CBOW windows) between two merges of a thread's staged rows
+#: (:func:`sync_staged`).
+SYNC_EVERY = 64
+
 #: word2vec.c's MAX_SENTENCE_LENGTH (gensim's too): longer sentences are cut into pieces this long.
 MAX_SENTENCE = 10000
 
@@ -237,13 +289,18 @@ MAX_SENTENCE = 10000
 @njit(nogil=True, cache=True, fastmath=FAST)
 def train_sentence(
     syn0, syn1, sentence, n, sg, hs, shared, cbow_mean, window, shrink, accept, alias, path_offsets, path_rows,
-    path_codes, alpha, rng, context, negatives, neu1, work, rows, steps, grads, dots,
+    path_codes, alpha, rng, context, negatives, neu1, work, rows, steps, grads, dots, staged_depth, slot_of,
+    staged, local, base, since,
 ) -> None:
     """Every centre of ``sentence[:n]`` in order, with word2vec's reduced window: a radius drawn
     uniformly in 1..window (``shrink``) or always ``window``; windows stop at the sentence ends.
     Skip-gram takes the pairs as word2vec.c and gensim do: each context word's input vector
-    predicts the centre."""
+    predicts the centre. Staged rows are merged once SYNC_EVERY examples (pairs, CBOW windows)
+    have passed since the last merge, which ``since[0]`` counts (:func:`sync_staged`)."""
     for i in range(n):
+        if staged_depth > 0 and since[0] >= SYNC_EVERY:
+            sync_staged(syn1, staged, local, base)
+            since[0] = 0
         radius = window - int(next_uniform(rng) * window) if shrink else window
         lo = max(0, i - radius)
         hi = min(n, i + radius + 1)
@@ -255,6 +312,7 @@ def train_sentence(
         if count == 0:
             continue
         centre = sentence[i]
+        since[0] += count if sg else 1
         if sg and shared and not hs:
             draw_negatives(accept, alias, rng, negatives)
             sg_window_shared(syn0, syn1, context, count, centre, negatives, alpha, grads, dots)
@@ -263,24 +321,28 @@ def train_sentence(
                 if not hs:
                     draw_negatives(accept, alias, rng, negatives)
                 sg_pair(syn0, syn1, context[c], centre, hs, path_offsets, path_rows, path_codes, negatives, alpha, work,
-                        rows, steps)
+                        rows, steps, staged_depth, slot_of, local)
         else:
             if not hs:
                 draw_negatives(accept, alias, rng, negatives)
             cbow_window(syn0, syn1, context, count, centre, cbow_mean, hs, path_offsets, path_rows, path_codes,
-                        negatives, alpha, neu1, work, rows, steps)
+                        negatives, alpha, neu1, work, rows, steps, staged_depth, slot_of, local)
 
 
 @njit(nogil=True, cache=True, fastmath=FAST)
 def train_chunk(
     stream, start, end, keep_prob, syn0, syn1, sg, hs, shared, cbow_mean, window, shrink, accept, alias,
     path_offsets, path_rows, path_codes, alpha, rng, sentence, context, negatives, neu1, work, rows, steps, grads,
-    dots,
+    dots, staged_depth, slot_of, staged, local, base, since,
 ):
     """Train on the sentences of ``stream[start:end]`` (word ids, -1 after each sentence; a
     sentence cut by ``end`` or longer than MAX_SENTENCE is trained as pieces). Frequent words are
     dropped first, each with probability 1 - ``keep_prob[w]`` (Mikolov et al. 2013), so windows
-    reach over them. Returns (words read, words kept by the subsampling)."""
+    reach over them. Returns (words read, words kept by the subsampling). This thread's copies of
+    the staged rows (:func:`sync_staged`) are taken first and merged last, so the shared table
+    holds every update once the chunk is done."""
+    load_staged(syn1, staged, local, base)
+    since[0] = 0
     pos = start
     read = 0
     kept = 0
@@ -300,5 +362,6 @@ def train_chunk(
         kept += n
         train_sentence(syn0, syn1, sentence, n, sg, hs, shared, cbow_mean, window, shrink, accept, alias,
                        path_offsets, path_rows, path_codes, alpha, rng, context, negatives, neu1, work, rows, steps,
-                       grads, dots)
+                       grads, dots, staged_depth, slot_of, staged, local, base, since)
+    sync_staged(syn1, staged, local, base)
     return read, kept
