@@ -330,20 +330,22 @@ class HierarchicalSoftmax(OutputLayer):
     def _binary_log_softmax(self, hidden: Tensor, rows_per_chunk: int) -> Tensor:
         """Without autograd on CPU: example-major node logits (n, V - 1) and one compiled top-down
         pass per row (:mod:`bigvocab.outputs.tree_kernels`), rows split over torch's threads. The
-        chunks share one logits and one scratch buffer: allocating them afresh for every chunk
-        made the pass at V = 1M 1.3x slower (results/hsm-log-softmax-buffers)."""
-        from bigvocab.outputs.tree_kernels import binary_leaf_log_probs  # numba loads on first use
+        chunks share one logits buffer (and, for float64, one softplus buffer): allocating them
+        afresh for every chunk made the pass at V = 1M 1.3x slower
+        (results/hsm-log-softmax-buffers)."""
+        # numba loads on first use
+        from bigvocab.outputs.tree_kernels import binary_leaf_log_probs, softplus_scratch
 
         children = self._children.view(-1, 2)
         out = hidden.new_empty(hidden.shape[0], self.num_classes)
         logits = hidden.new_empty(min(rows_per_chunk, hidden.shape[0]), self._num_nodes)
-        scratch = torch.empty_like(logits)
+        scratch = softplus_scratch(logits)
         threads = torch.get_num_threads()
         for start in range(0, hidden.shape[0], rows_per_chunk):
             h = hidden[start : start + rows_per_chunk]
             rows = h.shape[0]
             binary_leaf_log_probs(self._example_logits(h, out=logits[:rows]), children, threads=threads,
-                                  out=out[start : start + rows], scratch=scratch[:rows])
+                                  out=out[start : start + rows], scratch=None if scratch is None else scratch[:rows])
         return out
 
     def _binary_levels(self, logits: Tensor) -> Tensor:
