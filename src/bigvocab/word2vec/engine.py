@@ -137,19 +137,21 @@ def staging(arrays: EngineArrays, workers: int, shared: bool, max_rows: int = ST
     """The levels from the root that hold at most ``max_rows`` nodes, for a hierarchical softmax
     on several threads; none otherwise (one thread keeps word2vec's arithmetic exactly)."""
     none = Staging(0, np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64))
-    if not arrays.hs or workers < 2 or shared or arrays.path_rows.shape[0] == 0:
+    if not arrays.hs or workers < 2 or shared:
         return none
-    offsets, rows = arrays.path_offsets, arrays.path_rows
-    depth = np.arange(rows.shape[0]) - np.repeat(offsets[:-1], np.diff(offsets))
-    deepest = min(int(depth.max()) + 1, max_rows.bit_length())  # a level holds at least one node
-    per_level = [np.unique(rows[depth == d]).shape[0] for d in range(deepest)]
-    levels = int(np.searchsorted(np.cumsum(per_level), max_rows, side="right"))
-    if levels == 0:
+    starts, lengths = arrays.path_offsets[:-1], np.diff(arrays.path_offsets)
+    levels: list[np.ndarray] = []  # the distinct rows at each depth, from the root
+    for depth in range(max_rows.bit_length()):  # a level holds at least one node
+        level = np.unique(arrays.path_rows[starts[lengths > depth] + depth])
+        if level.size == 0 or sum(map(len, levels)) + level.size > max_rows:
+            break
+        levels.append(level)
+    if not levels:
         return none
-    staged = np.unique(rows[depth < levels])
+    staged = np.concatenate(levels)  # a node sits at one depth, so no row twice
     slot_of = np.full(arrays.syn1.shape[0], -1, dtype=np.int64)
     slot_of[staged] = np.arange(staged.shape[0])
-    return Staging(levels, staged, slot_of)
+    return Staging(len(levels), staged, slot_of)
 
 
 class _Scratch:
