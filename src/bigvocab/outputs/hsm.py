@@ -31,7 +31,7 @@ from torch.nn import functional as F
 
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.base import OutputLayer
-from bigvocab.outputs.functional import DEFAULT_CHUNK_ELEMENTS, gather_rows, pairs_compiled
+from bigvocab.outputs.functional import DEFAULT_CHUNK_ELEMENTS, distinct_ids, gather_rows, pairs_compiled
 from bigvocab.outputs.cost import Cost, dot_cost, hidden_cost
 from bigvocab.outputs.engine import HIERARCHICAL_SOFTMAX, EngineTables
 from bigvocab.outputs.search import Children, tree_topk
@@ -280,7 +280,7 @@ class HierarchicalSoftmax(OutputLayer):
         rows = segment_ranges(self._param_base[node], width)
         if rows.numel() == 0:
             return hidden.new_zeros(node.shape[0])
-        unique_rows, inverse = torch.unique(rows, return_inverse=True)
+        unique_rows, inverse = distinct_ids(rows, self.weight.shape[0])
         weight = gather_rows(self.weight, unique_rows, sparse=self.sparse_grad)
         if pairs_compiled(hidden):
             from bigvocab.outputs.pair_kernels import flat_pair_dots  # numba loads on first use
