@@ -6,14 +6,16 @@ OLD_SRC), and ``full``'s, in one process, alternating; the bench's rows: N' = 2^
     THP_MEM_ALLOC_ENABLE=1 PYTHONPATH=src python results/hsm-fused-softplus/ab.py OLD_SRC V [V ...]
 """
 import importlib.util
-import statistics
 import sys
-import time
+from pathlib import Path
 
 import torch
 
 import bigvocab.outputs.tree_kernels as tree_kernels
 from bigvocab.factory import create_output
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hsm-1m-log-softmax"))
+from hsm_vs_full import median_ms  # noqa: E402  (one warm-up call, then the median)
 
 H = 256
 
@@ -24,15 +26,6 @@ def load_old(old_src: str):
     sys.modules[spec.name] = module  # numba's cache finds the kernels' module by name
     spec.loader.exec_module(module)
     return module
-
-
-def median_ms(call, reps: int) -> float:
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
 
 
 def main() -> None:

@@ -148,8 +148,8 @@ def binary_leaf_log_probs(
         softplus = torch.ops.aten.softplus.out(logits, 1, 40.0, out=buffer)
     arrays = (logits.numpy(), softplus.numpy(), children.contiguous().numpy(), out.numpy())
     # With its softplus a node weighs as 64 multiply-adds of the pair kernels, so two threads
-    # take 2^18 nodes or more: they ran 1.1-1.2x faster than one at 16 rows of V = 10k (160k
-    # nodes), 1.4-1.6x at 64, 1.8x at 4 rows of V = 1M (results/hsm-fused-softplus/threads.log).
+    # take 2^18 nodes or more: they ran 1.2-1.3x faster than one at 16 rows of V = 10k (160k
+    # nodes), 1.6-1.7x at 64, 1.8-1.9x at 4 rows of V = 1M (results/hsm-fused-softplus/threads.log).
     # Without the softplus inside, the pass paid at 16 rows of V = 1M, not at 4
     # (results/kernel-threads).
     run_in_ranges(_top_down, arrays, n, threads, work_per_item=64 * num_nodes)
