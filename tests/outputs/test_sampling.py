@@ -4,12 +4,14 @@ a few SGD steps lower the *exact* NLL, and options are checked with clear errors
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
 import bigvocab
 from bigvocab.errors import ConfigError
-from bigvocab.outputs.sampling import accidental_hits, remove_accidental_hits, resolve_sampler, sampled_logits
+from bigvocab.outputs.sampling import accidental_hits, resolve_sampler, sampled_softmax_loss
 
 SAMPLING_LAYERS = ["sampled", "ais", "target", "nce", "neg"]
 V, H = 40, 5
@@ -26,19 +28,65 @@ def test_accidental_hits_shared_and_per_example():
     assert torch.equal(accidental_hits(target, shared), expected)
     per_example = torch.tensor([[1, 1], [0, 2], [3, 4]])
     assert torch.equal(accidental_hits(target, per_example), torch.tensor([[1, 1], [0, 1], [1, 0]], dtype=torch.bool))
-    logits = torch.zeros(3, 4)
-    masked = remove_accidental_hits(logits, target, shared)
-    assert torch.equal(torch.isinf(masked), expected) and (masked[expected] < 0).all()
 
 
-def test_sampled_logits_brute_force():
-    target_logit, sampled = torch.randn(3), torch.randn(3, 4)
-    target_count, sampled_count = torch.randn(3), torch.randn(4)
-    out = sampled_logits(target_logit, sampled, target_count, sampled_count)
-    for n in range(3):
-        assert float(out[n, 0]) == pytest.approx(float(target_logit[n] - target_count[n]))
-        for j in range(4):
-            assert float(out[n, 1 + j]) == pytest.approx(float(sampled[n, j] - sampled_count[j]))
+def composed_loss(target_logit, sampled_logit, target_count, sampled_count, hits):
+    """The loss from torch's own operations: the reference for the hand-written backward."""
+    sampled = sampled_logit - sampled_count
+    if hits is not None:
+        sampled = sampled.masked_fill(hits, float("-inf"))
+    logits = torch.cat([(target_logit - target_count).unsqueeze(1), sampled], dim=1)
+    return torch.logsumexp(logits, dim=1) - logits[:, 0]
+
+
+@pytest.mark.parametrize("shared", [True, False])
+@pytest.mark.parametrize("with_hits", [True, False])
+def test_sampled_softmax_loss_matches_composed_loss_and_its_gradients(shared, with_hits):
+    generator = torch.Generator().manual_seed(0)
+    n, k = 5, 7
+    inputs = [
+        torch.randn(n, generator=generator, dtype=torch.float64),
+        3 * torch.randn(n, k, generator=generator, dtype=torch.float64),
+        torch.randn(n, generator=generator, dtype=torch.float64),
+        torch.randn(k if shared else (n, k), generator=generator, dtype=torch.float64),
+    ]
+    hits = (torch.rand(n, k, generator=generator) < 0.3) if with_hits else None
+    if with_hits:
+        hits[0] = True  # a row whose every sample is its target: the loss is then 0
+    weights = torch.rand(n, generator=generator, dtype=torch.float64)
+    results = []
+    for loss_of in (sampled_softmax_loss, composed_loss):
+        leaves = [tensor.clone().requires_grad_(True) for tensor in inputs]
+        loss = loss_of(*leaves, hits)
+        (loss * weights).sum().backward()
+        results.append((loss.detach(), [leaf.grad for leaf in leaves]))
+    (ours, our_grads), (reference, reference_grads) = results
+    torch.testing.assert_close(ours, reference, rtol=1e-12, atol=1e-12)
+    for our_grad, reference_grad in zip(our_grads, reference_grads):
+        torch.testing.assert_close(our_grad, reference_grad, rtol=1e-12, atol=1e-12)
+    if with_hits:
+        assert float(ours[0]) == 0.0 and bool((our_grads[1][hits] == 0).all())
+
+
+def test_sampled_softmax_loss_brute_force_and_single_backward():
+    target_logit, sampled_logit = torch.tensor([0.5, -1.0], dtype=torch.float64), torch.tensor(
+        [[2.0, 0.0, -3.0], [1.0, 1.0, 4.0]], dtype=torch.float64
+    )
+    target_count, sampled_count = torch.tensor([0.1, 0.2], dtype=torch.float64), torch.tensor(
+        [0.0, -1.0, 0.5], dtype=torch.float64
+    )
+    hits = torch.tensor([[False, True, False], [False, False, False]])
+    loss = sampled_softmax_loss(target_logit, sampled_logit, target_count, sampled_count, hits)
+    first = [0.5 - 0.1, 2.0 - 0.0, -3.0 - 0.5]  # the hit (0.0 + 1.0) left out
+    second = [-1.0 - 0.2, 1.0, 2.0, 3.5]
+    for value, scores in zip(loss.tolist(), (first, second)):
+        assert value == pytest.approx(math.log(sum(math.exp(s) for s in scores)) - scores[0], rel=1e-12)
+    leaf = sampled_logit.clone().requires_grad_(True)
+    (grad,) = torch.autograd.grad(
+        sampled_softmax_loss(target_logit, leaf, target_count, sampled_count).sum(), leaf, create_graph=True
+    )
+    with pytest.raises(RuntimeError, match="does not require grad|once"):  # no silent second derivative
+        grad.sum().backward()
 
 
 def test_resolve_sampler():

@@ -20,7 +20,7 @@ import torch
 from torch import Tensor
 
 from bigvocab.errors import ConfigError
-from bigvocab.outputs.sampling import SamplerSpec, SamplingOutput, remove_accidental_hits, sampled_logits
+from bigvocab.outputs.sampling import SamplerSpec, SamplingOutput, accidental_hits, sampled_softmax_loss
 from bigvocab.registry import OUTPUTS
 from bigvocab.samplers.base import log_expected_count
 from bigvocab.validation import check_flag
@@ -83,16 +83,15 @@ class SampledSoftmax(SamplingOutput):
     def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
         sampled, num_draws = self._draw(hidden.shape[0], unique=self.unique)
         target_logit, sampled_logit = self.target_and_class_logits(hidden, target, sampled)
-        if self.remove_accidental_hits:
-            sampled_logit = remove_accidental_hits(sampled_logit, target, sampled)
-        logits = sampled_logits(
+        loss = sampled_softmax_loss(
             target_logit,
             sampled_logit,
             log_expected_count(self.sampler.log_q(target), num_draws, unique=self.unique),
             log_expected_count(self.sampler.log_q(sampled), num_draws, unique=self.unique),
+            accidental_hits(target, sampled) if self.remove_accidental_hits else None,
         )
         self._observe(target)
-        return torch.logsumexp(logits, dim=1) - logits[:, 0]
+        return loss
 
     def extra_repr(self) -> str:
         return super().extra_repr() + f", unique={self.unique}, remove_accidental_hits={self.remove_accidental_hits}"

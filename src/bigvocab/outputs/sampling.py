@@ -2,9 +2,9 @@
 
 Pure functions (tested on their own, composed by ``sampled``, ``nce``, ``neg`` and ``ais``):
 
-* :func:`accidental_hits` / :func:`remove_accidental_hits` -- sampled classes that equal the
-  example's own target;
-* :func:`sampled_logits` -- target and sampled logits side by side with the log-Q correction.
+* :func:`accidental_hits` -- sampled classes that equal the example's own target;
+* :func:`sampled_softmax_loss` -- the softmax loss over the target and its samples, each logit
+  with the log-Q correction, accidental hits dropped, in one pass with a hand-written backward.
 
 :class:`SamplingOutput` holds the sampler (a registered name or a :class:`Sampler`), the number
 of samples and the shared/per-example choice, and draws the candidates. It is a
@@ -18,6 +18,7 @@ from typing import Any, Optional, Sequence, Union
 
 import torch
 from torch import Tensor
+from torch.autograd.function import once_differentiable
 
 from bigvocab.errors import ConfigError
 from bigvocab.factory import create_sampler
@@ -33,20 +34,68 @@ def accidental_hits(target: Tensor, sampled: Tensor) -> Tensor:
     return target.unsqueeze(1) == (sampled.unsqueeze(0) if sampled.dim() == 1 else sampled)
 
 
-def remove_accidental_hits(logits: Tensor, target: Tensor, sampled: Tensor) -> Tensor:
-    """``logits`` (N, k) with the accidental hits set to -inf, so a sampled copy of the target
-    is not counted as a negative (TensorFlow's ``remove_accidental_hits``)."""
-    return logits.masked_fill(accidental_hits(target, sampled), float("-inf"))
+class _SampledSoftmaxLoss(torch.autograd.Function):
+    """Forward and backward of :func:`sampled_softmax_loss` by hand: the candidates' probabilities
+    are computed in place in one (N, k) buffer and saved, and the backward is one product with
+    them. Composed from torch operations (mask, subtract, concatenate, ``logsumexp``, slice) the
+    loss of ``sampled`` (N = k = 1024) took 7-10 ms forward and backward, by hand 1.8 ms
+    (results/sampled-loss-fused)."""
+
+    @staticmethod
+    def forward(ctx, target_logit, sampled_logit, target_log_count, sampled_log_count, hits):  # type: ignore[override]
+        scores = sampled_logit - sampled_log_count
+        if hits is not None:
+            scores.masked_fill_(hits, float("-inf"))
+        target_score = target_logit - target_log_count
+        top = torch.maximum(scores.amax(dim=1), target_score)
+        top = top.masked_fill(torch.isinf(top), 0.0)  # as logsumexp: no inf - inf for a row of -inf
+        probability = scores.sub_(top.unsqueeze(1)).exp_()
+        target_probability = (target_score - top).exp()
+        total = probability.sum(dim=1).add_(target_probability)
+        loss = total.log().add_(top).sub_(target_score)
+        probability.div_(total.unsqueeze(1))
+        ctx.save_for_backward(probability, target_probability.div_(total))
+        ctx.sampled_count_shape = sampled_log_count.shape
+        return loss
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad):  # type: ignore[override]
+        probability, target_probability = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        target_grad = (target_probability - 1).mul_(grad)
+        sampled_grad = probability * grad.unsqueeze(1) if needs[1] or needs[3] else None
+        count_grad = None
+        if needs[3]:
+            count_grad = -sampled_grad if len(ctx.sampled_count_shape) == 2 else -sampled_grad.sum(dim=0)
+        return (
+            target_grad if needs[0] else None,
+            sampled_grad if needs[1] else None,
+            -target_grad if needs[2] else None,
+            count_grad,
+            None,
+        )
 
 
-def sampled_logits(
-    target_logit: Tensor, sampled_logit: Tensor, target_log_count: Tensor, sampled_log_count: Tensor
+def sampled_softmax_loss(
+    target_logit: Tensor,
+    sampled_logit: Tensor,
+    target_log_count: Tensor,
+    sampled_log_count: Tensor,
+    hits: Optional[Tensor] = None,
 ) -> Tensor:
-    """(N, 1 + k) logits with column 0 the target, each minus the log of its expected count in the
-    candidate set (the log-Q correction that makes the sampled softmax consistent; Bengio &
-    Senécal 2003, Jean et al. 2015). Shapes: (N,), (N, k), (N,), (k,) or (N, k)."""
-    corrected = sampled_logit - sampled_log_count
-    return torch.cat([(target_logit - target_log_count).unsqueeze(1), corrected], dim=1)
+    """Per-example loss (N,) of the softmax over the target and its k sampled classes, each logit
+    minus the log of its expected count in the candidate set (the log-Q correction that makes the
+    sampled softmax consistent; Bengio & Senécal 2003, Jean et al. 2015):
+
+        loss_n = logsumexp(t_n - c_n, s_n1 - c_1, ..., s_nk - c_k) - (t_n - c_n)
+
+    with the sampled classes where ``hits`` (N, k) is true (accidental hits, TensorFlow's
+    ``remove_accidental_hits``) left out. Shapes: ``target_logit`` (N,), ``sampled_logit`` (N, k),
+    ``target_log_count`` (N,), ``sampled_log_count`` (k,) shared or (N, k). Differentiable once
+    in every tensor but ``hits``.
+    """
+    return _SampledSoftmaxLoss.apply(target_logit, sampled_logit, target_log_count, sampled_log_count, hits)
 
 
 def resolve_sampler(

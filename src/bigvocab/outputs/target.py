@@ -38,6 +38,7 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from bigvocab.outputs.objective import ScoredOutput
@@ -125,7 +126,9 @@ class TargetSampling(ScoredOutput):
         if self.inclusion_correction:
             num_distinct = int(position.max()) + 1 if target.numel() else 0
             logits = logits - self.log_inclusion(vocabulary, target.numel(), num_distinct)
-        return torch.logsumexp(logits, dim=1) - logits.gather(1, position.unsqueeze(1)).squeeze(1)
+        # logsumexp - the target's logit, fused: its backward is one softmax pass, not three
+        # (1.4-2.8 -> 0.8-0.9 ms forward and backward at N = V' = 1024, results/sampled-loss-fused).
+        return F.cross_entropy(logits, position, reduction="none")
 
     def _train_scores(self, target: Tensor) -> tuple[float, float]:
         """Every example is scored against the partition's vocabulary V', max(τ, distinct targets)."""
