@@ -12,7 +12,8 @@ import warnings
 from typing import TYPE_CHECKING, Iterable, Optional
 
 import torch
-from torch import nn
+from torch import Tensor, nn
+from torch.optim.adagrad import adagrad as functional_adagrad
 
 from bigvocab.errors import ConfigError
 from bigvocab.registry import Registry
@@ -47,14 +48,67 @@ def nesterov(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool)
 
 
 class Adagrad(torch.optim.Adagrad):
-    """torch's Adagrad (Duchi et al. 2011), whose step opts out of torch's sparse invariant checks
-    explicitly: its sparse step builds tensors from indices it has just coalesced, and left to the
-    implicit default torch prints a warning about memory errors on the first step of every run,
-    a note to torch's developers that reads to a user as a fault of the run."""
+    """torch's Adagrad (Duchi et al. 2011), with two changes to its step.
+
+    * A sparse gradient of whole rows on a CPU float32/float64 parameter is applied by a compiled
+      kernel that reads and writes each touched row once
+      (:func:`~bigvocab.train.sparse_adagrad.adagrad_rows`; 2.4-2.8x faster than torch's sparse
+      step at the quality runs' sizes, 3.5-6x at V = 1M, ``results/sparse-adagrad``); everything else (dense
+      gradients, other devices, ``fused``, ``differentiable``, weight decay) takes torch's own
+      functional step, and the state (``step``, ``sum``) is torch's, so checkpoints of either load
+      into the other.
+    * The step opts out of torch's sparse invariant checks explicitly: torch's sparse step builds
+      tensors from indices it has just coalesced, and left to the implicit default torch prints a
+      warning about memory errors on the first step of every run, a note to torch's developers that
+      reads to a user as a fault of the run.
+    """
 
     def step(self, closure=None):  # type: ignore[override]
-        with torch.sparse.check_sparse_tensor_invariants(enable=False):
-            return super().step(closure)
+        from bigvocab.train.sparse_adagrad import adagrad_rows, compiled_adagrad_applies  # numba on first use
+
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        # As torch's step: no autograd unless the optimiser is built differentiable.
+        with torch.sparse.check_sparse_tensor_invariants(enable=False), torch.set_grad_enabled(
+            self.defaults["differentiable"]
+        ):
+            for group in self.param_groups:
+                params: list[Tensor] = []
+                grads: list[Tensor] = []
+                sums: list[Tensor] = []
+                steps: list[Tensor] = []
+                _, has_complex = self._init_group(group, params, grads, sums, steps)
+                plain = not (group["fused"] or group["differentiable"] or group["weight_decay"])
+                rest = []
+                for index, (param, grad, total, count) in enumerate(zip(params, grads, sums, steps)):
+                    if not (plain and compiled_adagrad_applies(param, total, grad)):
+                        rest.append(index)
+                        continue
+                    count += 1
+                    rate = group["lr"] / (1 + (float(count) - 1) * group["lr_decay"])
+                    adagrad_rows(param, total, grad, rate, group["eps"], maximize=group["maximize"])
+                if rest:
+                    functional_adagrad(
+                        [params[i] for i in rest],
+                        [grads[i] for i in rest],
+                        [sums[i] for i in rest],
+                        [steps[i] for i in rest],
+                        fused=group["fused"],
+                        grad_scale=getattr(self, "grad_scale", None),
+                        found_inf=getattr(self, "found_inf", None),
+                        has_sparse_grad=any(grads[i].is_sparse for i in rest),
+                        foreach=group["foreach"],
+                        differentiable=group["differentiable"],
+                        has_complex=has_complex,
+                        lr=group["lr"],
+                        weight_decay=group["weight_decay"],
+                        lr_decay=group["lr_decay"],
+                        eps=group["eps"],
+                        maximize=group["maximize"],
+                    )
+        return loss
 
 
 @OPTIMIZER_REGISTRY.register("adagrad")
