@@ -5,7 +5,13 @@ import pytest
 import torch
 
 from bigvocab.outputs import functional
-from bigvocab.outputs.functional import SORT_ABOVE_CLASSES_PER_ID, chunked_logsumexp, chunked_topk, distinct_ids
+from bigvocab.outputs.functional import (
+    SORT_ABOVE_CLASSES_PER_ID,
+    chunked_logsumexp,
+    chunked_topk,
+    distinct_ids,
+    marked_or_sorted_ids,
+)
 
 
 @pytest.mark.parametrize("bias", [True, False])
@@ -179,8 +185,30 @@ def test_extreme_logits_stay_finite():
 
 
 @pytest.mark.parametrize("num_classes", [50, 50 * 63 * SORT_ABOVE_CLASSES_PER_ID])  # marks, then sorts
-def test_distinct_ids_is_torch_unique_with_inverse(num_classes):
+def test_marked_or_sorted_ids_is_torch_unique_with_inverse(num_classes):
     ids = torch.randint(0, 50, (7, 9), generator=torch.Generator().manual_seed(0))
-    unique, inverse = distinct_ids(ids, num_classes)
+    unique, inverse = marked_or_sorted_ids(ids, num_classes)
     want_unique, want_inverse = torch.unique(ids, return_inverse=True)
     assert torch.equal(unique, want_unique) and torch.equal(inverse, want_inverse)
+
+
+@pytest.mark.parametrize(
+    "num_classes, shape",
+    [(50, (7, 9)), (64, (200,)), (65, (3, 40)), (130, (500,)), (1000, (2, 3)), (100_003, (1024, 26)), (7, (0,))],
+)
+def test_distinct_ids_bitmap_is_torch_unique_with_inverse(num_classes, shape):
+    """Ids on both sides of 64-bit word boundaries, V not a multiple of 64, the last class, none."""
+    generator = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, num_classes, shape, generator=generator)
+    if ids.numel() >= 4:
+        ids.view(-1)[:4] = torch.tensor([0, num_classes - 1, min(63, num_classes - 1), min(64, num_classes - 1)])
+    unique, inverse = distinct_ids(ids, num_classes)
+    want_unique, want_inverse = torch.unique(ids, sorted=True, return_inverse=True)
+    assert torch.equal(unique, want_unique) and torch.equal(inverse, want_inverse)
+    assert unique.dtype == inverse.dtype == torch.long
+
+
+@pytest.mark.parametrize("bad", [-1, 50])
+def test_distinct_ids_rejects_ids_out_of_range(bad):
+    with pytest.raises(IndexError, match=r"class ids must lie in \[0, 50\), got"):
+        distinct_ids(torch.tensor([3, bad, 7]), 50)
