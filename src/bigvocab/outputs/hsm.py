@@ -274,27 +274,37 @@ class HierarchicalSoftmax(OutputLayer):
     def _decision_log_probs(self, hidden: Tensor, example: Tensor, node: Tensor, position: Tensor) -> Tensor:
         """log p(child ``position`` | ``node``, hidden[``example``]) for each step, (S,).
 
-        Gathers each touched row once (sparse gradient), then one dot product per (step, row).
+        A binary node has one decision vector, its child 0 the reference: log p = -softplus(s) for
+        child 0 and -softplus(-s) for child 1, two elementwise passes instead of the general
+        node's segments of arity - 1 logits and their normaliser (about 20 small index, scatter
+        and cumsum operations over the S steps; results/hsm-binary-steps).
         """
+        if self._binary:
+            logits = self._row_logits(hidden, example, self._param_base[node])
+            return -F.softplus(torch.where(position > 0, -logits, logits))
         width = self._arity[node] - 1
         step_of = torch.repeat_interleave(torch.arange(node.shape[0], device=node.device), width)
         rows = segment_ranges(self._param_base[node], width)
-        if rows.numel() == 0:
-            return hidden.new_zeros(node.shape[0])
+        logits = self._row_logits(hidden, example[step_of], rows)
+        log_z = _log_normaliser(logits, step_of, node.shape[0])
+        first = torch.cumsum(width, 0) - width
+        chosen = logits[(first + position - 1).clamp(0, max(rows.numel() - 1, 0))]
+        return torch.where(position > 0, chosen, torch.zeros_like(chosen)) - log_z
+
+    def _row_logits(self, hidden: Tensor, example: Tensor, rows: Tensor) -> Tensor:
+        """hidden[example[p]] . weight[rows[p]] (+ bias) for P (example, decision row) pairs, (P,):
+        each touched row gathered once (sparse gradient), then one dot product per pair."""
         unique_rows, inverse = distinct_ids(rows, self.weight.shape[0])
         weight = gather_rows(self.weight, unique_rows, sparse=self.sparse_grad)
         if pairs_compiled(hidden):
             from bigvocab.outputs.pair_kernels import flat_pair_dots  # numba loads on first use
 
-            logits = flat_pair_dots(hidden, weight, example[step_of], inverse)
+            logits = flat_pair_dots(hidden, weight, example, inverse)
         else:
-            logits = _PairDots.apply(hidden, weight, example[step_of], inverse, self._pairs_per_chunk())
+            logits = _PairDots.apply(hidden, weight, example, inverse, self._pairs_per_chunk())
         if self.bias is not None:
             logits = logits + gather_rows(self.bias, unique_rows, sparse=self.sparse_grad)[inverse]
-        log_z = _log_normaliser(logits, step_of, node.shape[0])
-        first = torch.cumsum(width, 0) - width
-        chosen = logits[(first + position - 1).clamp(0, rows.numel() - 1)]
-        return torch.where(position > 0, chosen, torch.zeros_like(chosen)) - log_z
+        return logits
 
     def _log_prob(self, hidden: Tensor, target: Tensor) -> Tensor:
         example, node, position = self._steps(target)
