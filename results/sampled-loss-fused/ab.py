@@ -1,8 +1,7 @@
 """One bench training step (H = 256, N = 1024, SGD, 2 threads) of ``sampled`` (k = 1024 shared
 samples) and ``target`` (tau = 1024), their loss composed from torch operations (the code before)
 or fused (this checkout), on the same layer in one process, alternating; medians of 15 steps,
-3 rounds. A third timing, ``loss``, is the loss alone, forward and backward, on (1024, 1024)
-logits.
+3 rounds. First the losses alone, forward and backward, on (1024, 1024) logits.
 
     THP_MEM_ALLOC_ENABLE=1 PYTHONPATH=src python results/sampled-loss-fused/ab.py V [V ...]
 """
@@ -70,9 +69,19 @@ def loss_alone() -> None:
     def fused():
         sampled_softmax_loss(target_logit, sampled_logit, target_count, sampled_count, hits).sum().backward()
 
+    logits = torch.randn(N, 1024, generator=generator, requires_grad=True)
+    position = torch.randint(0, 1024, (N,), generator=generator)
+
+    def target_composed():
+        (torch.logsumexp(logits, dim=1) - logits.gather(1, position.unsqueeze(1)).squeeze(1)).sum().backward()
+
+    def target_cross_entropy():
+        torch.nn.functional.cross_entropy(logits, position, reduction="none").sum().backward()
+
     for round_ in range(3):
-        print(f"loss alone, round {round_ + 1}: composed {median_ms(composed):.2f} ms, fused {median_ms(fused):.2f} ms",
-              flush=True)
+        print(f"loss alone, round {round_ + 1}: sampled composed {median_ms(composed):.2f} ms, fused "
+              f"{median_ms(fused):.2f} ms; target composed {median_ms(target_composed):.2f} ms, "
+              f"cross_entropy {median_ms(target_cross_entropy):.2f} ms", flush=True)
 
 
 def main() -> None:
