@@ -2,16 +2,16 @@
 against torch's marks or sort (``functional.marked_or_sorted_ids``, the code before), alternating
 in one process, 2 threads, 3 rounds.
 
-``alone``: the call alone on N x M Zipf-distributed ids at V (medians of 30).
+``alone``: the call alone on N x M Zipf-distributed ids at V (medians of 31).
 ``steps``: the bench's training step (H = 256, N = 1024, SGD) of layers whose scorers and trees
 call it, both ways on the same layer (medians of 15 steps).
 
     THP_MEM_ALLOC_ENABLE=1 PYTHONPATH=src python results/distinct-ids-bitmap/ab.py alone V:M [V:M ...]
     THP_MEM_ALLOC_ENABLE=1 PYTHONPATH=src python results/distinct-ids-bitmap/ab.py steps V [V ...]
 """
-import statistics
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -22,19 +22,14 @@ from bigvocab.bench.operations import make_optimizer, make_workload, training_st
 from bigvocab.factory import create_output
 from bigvocab.outputs.functional import distinct_ids, marked_or_sorted_ids
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hsm-1m-log-softmax"))
+from hsm_vs_full import median_ms  # noqa: E402  (one warm-up call, then the median)
+
 N, H = 1024, 256
 LAYERS = ("nce", "neg", "hsm")
 WAYS = (("torch", marked_or_sorted_ids), ("bitmap", distinct_ids))
 
 
-def median_ms(call, repeats):
-    call()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
 
 
 def alone(spec: str) -> None:
@@ -42,7 +37,7 @@ def alone(spec: str) -> None:
     weights = 1.0 / np.arange(1, vocab + 1)
     ids = torch.from_numpy(np.random.default_rng(0).choice(vocab, size=(N, per_row), p=weights / weights.sum()))
     for round_ in range(3):
-        times = {label: median_ms(lambda: way(ids, vocab), 30) for label, way in WAYS}
+        times = {label: median_ms(lambda: way(ids, vocab), 31) for label, way in WAYS}
         print(f"alone V={vocab} M={N * per_row} round {round_ + 1}: torch {times['torch']:.3f} ms, "
               f"bitmap {times['bitmap']:.3f} ms, {times['torch'] / times['bitmap']:.1f}x", flush=True)
 

@@ -5,26 +5,21 @@ n-ary trees take) and the binary path (-softplus of +-s).
 
     THP_MEM_ALLOC_ENABLE=1 PYTHONPATH=src python results/hsm-binary-steps/ab.py V [V ...]
 """
-import statistics
 import sys
 import time
+from pathlib import Path
 
 import torch
 
 from bigvocab.bench.operations import make_optimizer, make_workload, training_step
 from bigvocab.factory import create_output
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hsm-1m-log-softmax"))
+from hsm_vs_full import median_ms  # noqa: E402  (one warm-up call, then the median)
+
 N, H = 1024, 256
 
 
-def median_ms(call, repeats=15):
-    call()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
 
 
 def main() -> None:
@@ -39,7 +34,7 @@ def main() -> None:
                 times = {}
                 for label, binary in (("general", False), ("binary", True)):
                     layer._binary = binary
-                    times[label] = median_ms(lambda: training_step(layer, optimizer, work))
+                    times[label] = median_ms(lambda: training_step(layer, optimizer, work), 15)
                 print(f"V={vocab} {tree} round {round_ + 1}: general {times['general']:.2f} ms, binary "
                       f"{times['binary']:.2f} ms, {times['general'] / times['binary']:.2f}x", flush=True)
 

@@ -5,9 +5,9 @@ or fused (this checkout), on the same layer in one process, alternating; medians
 
     THP_MEM_ALLOC_ENABLE=1 PYTHONPATH=src python results/sampled-loss-fused/ab.py V [V ...]
 """
-import statistics
 import sys
 import time
+from pathlib import Path
 
 import torch
 
@@ -17,6 +17,9 @@ from bigvocab.outputs.sampled import SampledSoftmax
 from bigvocab.outputs.sampling import accidental_hits, sampled_softmax_loss
 from bigvocab.outputs.target import TargetSampling
 from bigvocab.samplers.base import log_expected_count
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hsm-1m-log-softmax"))
+from hsm_vs_full import median_ms  # noqa: E402  (one warm-up call, then the median)
 
 N, H = 1024, 256
 
@@ -44,14 +47,6 @@ def composed_target_loss(self, hidden, target, context):
     return torch.logsumexp(logits, dim=1) - logits.gather(1, position.unsqueeze(1)).squeeze(1)
 
 
-def median_ms(call, repeats=15):
-    call()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
 
 
 def loss_alone() -> None:
@@ -79,9 +74,9 @@ def loss_alone() -> None:
         torch.nn.functional.cross_entropy(logits, position, reduction="none").sum().backward()
 
     for round_ in range(3):
-        print(f"loss alone, round {round_ + 1}: sampled composed {median_ms(composed):.2f} ms, fused "
-              f"{median_ms(fused):.2f} ms; target composed {median_ms(target_composed):.2f} ms, "
-              f"cross_entropy {median_ms(target_cross_entropy):.2f} ms", flush=True)
+        print(f"loss alone, round {round_ + 1}: sampled composed {median_ms(composed, 15):.2f} ms, fused "
+              f"{median_ms(fused, 15):.2f} ms; target composed {median_ms(target_composed, 15):.2f} ms, "
+              f"cross_entropy {median_ms(target_cross_entropy, 15):.2f} ms", flush=True)
 
 
 def main() -> None:
@@ -99,7 +94,7 @@ def main() -> None:
                 times = {}
                 for label, loss in (("composed", composed), ("fused", fused)):
                     cls._loss = loss
-                    times[label] = median_ms(lambda: training_step(layer, optimizer, work))
+                    times[label] = median_ms(lambda: training_step(layer, optimizer, work), 15)
                 cls._loss = fused
                 print(f"V={vocab} {name} round {round_ + 1}: composed {times['composed']:.2f} ms, "
                       f"fused {times['fused']:.2f} ms, {times['composed'] / times['fused']:.2f}x", flush=True)

@@ -1,6 +1,6 @@
 """Adagrad's step on sparse row gradients, torch's own (``torch.optim.Adagrad.step``, the code
 before) against this checkout's compiled rows (``bigvocab.train.optimizers.Adagrad``), alternating
-in one process, 2 threads, 3 rounds; medians of 30 steps.
+in one process, 2 threads, 3 rounds; medians of 31 steps.
 
 ``alone``: the step alone on one (V, H) parameter whose gradient touches U distinct rows
 (a fresh coalesced gradient each step, its construction included in both).
@@ -11,9 +11,9 @@ synthetic V = 100k language): ms per training step of whole model, and of the op
     THP_MEM_ALLOC_ENABLE=1 PYTHONPATH=src python results/sparse-adagrad/ab.py quality NAME [NAME ...]
 """
 import dataclasses
-import statistics
 import sys
 import time
+from pathlib import Path
 
 import torch
 
@@ -24,6 +24,9 @@ from bigvocab.factory import create_output
 from bigvocab.models import MODELS
 from bigvocab.train import TrainConfig, Trainer
 from bigvocab.train.optimizers import Adagrad
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hsm-1m-log-softmax"))
+from hsm_vs_full import median_ms  # noqa: E402  (one warm-up call, then the median)
 
 COMPILED = Adagrad.step
 
@@ -37,14 +40,6 @@ def torch_step(self, closure=None):
 WAYS = (("torch", torch_step), ("compiled", COMPILED))
 
 
-def median_ms(call, repeats=30):
-    call()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
 
 
 def alone(spec: str) -> None:
@@ -63,7 +58,7 @@ def alone(spec: str) -> None:
         times = {}
         for label, way in WAYS:
             Adagrad.step = way
-            times[label] = median_ms(step)
+            times[label] = median_ms(step, 31)
         Adagrad.step = COMPILED
         print(f"alone V={vocab} H={width} U={touched} round {round_ + 1}: torch {times['torch']:.3f} ms, "
               f"compiled {times['compiled']:.3f} ms, {times['torch'] / times['compiled']:.2f}x", flush=True)

@@ -285,10 +285,12 @@ class HierarchicalSoftmax(OutputLayer):
         width = self._arity[node] - 1
         step_of = torch.repeat_interleave(torch.arange(node.shape[0], device=node.device), width)
         rows = segment_ranges(self._param_base[node], width)
+        if rows.numel() == 0:  # no decision vectors among these steps (a shard's share may hold none)
+            return hidden.new_zeros(node.shape[0])
         logits = self._row_logits(hidden, example[step_of], rows)
         log_z = _log_normaliser(logits, step_of, node.shape[0])
         first = torch.cumsum(width, 0) - width
-        chosen = logits[(first + position - 1).clamp(0, max(rows.numel() - 1, 0))]
+        chosen = logits[(first + position - 1).clamp(0, rows.numel() - 1)]
         return torch.where(position > 0, chosen, torch.zeros_like(chosen)) - log_z
 
     def _row_logits(self, hidden: Tensor, example: Tensor, rows: Tensor) -> Tensor:
