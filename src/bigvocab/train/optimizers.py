@@ -52,8 +52,8 @@ class Adagrad(torch.optim.Adagrad):
 
     * A sparse gradient of whole rows on a CPU float32/float64 parameter is applied by a compiled
       kernel that reads and writes each touched row once
-      (:func:`~bigvocab.train.sparse_adagrad.adagrad_rows`; 2.4-2.8x faster than torch's sparse
-      step at the quality runs' sizes, 3.5-6x at V = 1M, ``results/sparse-adagrad``); everything else (dense
+      (:func:`~bigvocab.train.sparse_adagrad.adagrad_rows`; 2.3-2.5x faster than torch's sparse
+      step at the quality runs' sizes, 5.7-9x at V = 1M, ``results/sparse-adagrad``); everything else (dense
       gradients, other devices, ``fused``, ``differentiable``, weight decay) takes torch's own
       functional step, and the state (``step``, ``sum``) is torch's, so checkpoints of either load
       into the other.

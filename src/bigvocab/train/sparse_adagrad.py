@@ -8,8 +8,8 @@ scales each step by its inverse square root: for every touched row r,
 torch's sparse Adagrad writes this as five sparse-tensor operations (square the values, add them
 into the sum, mask the sum back to the touched rows, square root, divide, add into the weight),
 each allocating a (rows, H) tensor. :func:`adagrad_rows` reads and writes each touched row of
-the weight and of the sum once: at V = 100k, H = 128 and 2,000 touched rows 0.25 ms against
-torch's 0.65-0.66 ms, at V = 1M, H = 256 and 12,400 rows 2.5-4.0 ms against 14.0-15.5 ms; whole
+the weight and of the sum once: at V = 100k, H = 128 and 2,000 touched rows 0.26 ms against
+torch's 0.66-0.67 ms, at V = 1M, H = 256 and 12,400 rows 2.4 ms against 14.0-22.0 ms; whole
 training steps of the bench's quality runs (V = 100k) 1.1-1.3x faster with ``nce``, ``neg`` and
 ``hsm``, 1.0-1.14x with ``sampled`` (``results/sparse-adagrad``).
 """
