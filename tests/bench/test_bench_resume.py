@@ -10,7 +10,7 @@ import re
 import pytest
 from test_bench_end_to_end import tiny_config
 
-from bigvocab.bench import quality, run_bench, speed
+from bigvocab.bench import quality, run_bench, runner, speed
 from bigvocab.bench.journal import JOURNAL_NAME, BenchJournal
 from bigvocab.bench.selection import select_candidates
 from bigvocab.bench.rows import CurvePoint, OperationTiming, QualityRow, SpeedRow
@@ -68,8 +68,11 @@ def test_a_killed_run_resumes_with_only_the_missing_rows_and_the_journal_goes_at
 
     timed = counting(monkeypatch, speed, "time_operations")
     trained = counting(monkeypatch, quality, "train_and_evaluate")
+    probed = counting(monkeypatch, runner, "measure_matmul_rate") + counting(monkeypatch, runner, "measure_bandwidth")
     results = run_bench(config, resume=True)
     assert timed == []  # no speed row is measured twice
+    # nor are the limits: this piece's machine measured none of the rows they divide
+    assert probed == [] and results["matmul"] == stored["matmul"] and results["bandwidth"] == stored["bandwidth"]
     assert [args[1].label for args in trained] == LABELS[1:] + LABELS
     assert [r.approach for r in results["speed"]] == LABELS
     assert [(r.dataset, r.approach) for r in results["quality"]] == [

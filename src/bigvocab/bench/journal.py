@@ -180,6 +180,11 @@ class BenchJournal:
         self.state["memory"][str(vocab_size)] = memory
         self._charge_and_write(f"memory V={vocab_size}")
 
+    def limits(self) -> Optional[tuple[dict, dict]]:
+        """The matrix-multiply rate and bandwidths earlier pieces stored, or None before any."""
+        matmul, bandwidth = self.state.get("matmul"), self.state.get("bandwidth")
+        return None if matmul is None or bandwidth is None else (matmul, bandwidth)
+
     def best_limits(self, matmul: dict, bandwidth: dict) -> tuple[dict, dict]:
         """The higher matrix-multiply rate and each higher bandwidth of these and the journal's;
         stored as the journal's (their measurement is charged to the speed phase)."""
