@@ -1,7 +1,7 @@
 """Redraw ``perplexity_vs_time.png`` from this run's ``results.json`` with the current plotting
 code (the run's own figure had its legend over the curves and end labels below the axes).
 
-    python results/bench-full/redraw_perplexity_plot.py
+    python results/bench-full-2026-11-27/redraw_perplexity_plot.py
 """
 import json
 from pathlib import Path
