@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import re
+import types
 
 import pytest
 from test_bench_end_to_end import tiny_config
 
 from bigvocab.bench import quality, run_bench, runner, speed
+from bigvocab.bench import journal as journal_module
 from bigvocab.bench.journal import JOURNAL_NAME, BenchJournal
 from bigvocab.bench.selection import select_candidates
 from bigvocab.bench.rows import CurvePoint, OperationTiming, QualityRow, SpeedRow
@@ -83,6 +85,19 @@ def test_a_killed_run_resumes_with_only_the_missing_rows_and_the_journal_goes_at
     assert len(results["pieces"]) == 2 and results["wall_seconds"] >= results["pieces"][0]["seconds"]
     assert results["phase_seconds"]["quality synthetic V=100"] > 0
     assert any("measured in 2 pieces" in note for note in results["notes"])
+
+
+def test_the_pieces_note_gives_each_piece_its_whole_length(tmp_path, monkeypatch):
+    config = tiny_config(tmp_path, outputs=OUTPUTS, skip_quality=True)
+    counting(monkeypatch, speed, "time_operations", kill_at=1)
+    with pytest.raises(Killed):
+        run_bench(config)
+    clock = iter(range(0, 10**7, 600))  # every reading of the journal's clock is 10 minutes later
+    monkeypatch.setattr(journal_module, "time", types.SimpleNamespace(perf_counter=lambda: next(clock)))
+    results = run_bench(config, resume=True)
+    written = json.loads((tmp_path / "results.json").read_text())  # as the report was written
+    minutes = round(written["pieces"][1]["seconds"] / 60)
+    assert minutes > 10 and f"({minutes} min" in next(n for n in results["notes"] if "measured in 2 pieces" in n)
     assert "measured in 2 pieces" in (tmp_path / "report.md").read_text()
     assert not (tmp_path / JOURNAL_NAME).exists()
 

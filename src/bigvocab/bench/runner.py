@@ -107,7 +107,7 @@ def _run(config: BenchConfig, device: torch.device, candidates, tasks, journal: 
         "approaches": [c.label for c in candidates],
         "speed": [],
         "quality": [],
-        "notes": journal.notes(),
+        "notes": [],
     }
     total = (0 if config.skip_speed else len(config.vocab_sizes) * len(candidates)) + len(tasks) * len(candidates)
     printer = _Printer(total, config.progress, stream)
@@ -131,6 +131,8 @@ def _run(config: BenchConfig, device: torch.device, candidates, tasks, journal: 
     results["summary"] = summarise(results)
     results["recommendation"] = recommend(results["quality"])
     results["wall_seconds"] = journal.wall_seconds
+    # Only now is the last piece's length known: notes taken at its start said 0 min.
+    results["notes"] = journal.notes() + results["notes"]
     if config.out is not None:
         results["files"] = [str(p) for p in write_outputs(results, config, Path(config.out))]
     journal.finish()
