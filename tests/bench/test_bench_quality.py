@@ -53,6 +53,9 @@ def test_training_lasts_the_budget_with_a_point_per_checkpoint():
     assert curve[-1].test_ppl < curve[0].test_ppl
     assert row.test_ppl == curve[-1].test_ppl and row.ppl_ratio > 1.0
     assert row.ppl_ratio == curve[-1].ppl_ratio == row.test_ppl / row.floor_ppl
+    # Validation is measured beside test at every point, on its own split: close to, not equal to, test.
+    assert all(point.valid_ppl is not None and point.valid_ppl != point.test_ppl for point in curve)
+    assert curve[-1].valid_ppl < curve[0].valid_ppl
 
 
 def test_a_tiny_budget_still_measures_every_checkpoint_after_the_probe():
@@ -92,7 +95,7 @@ def scripted_curve(monkeypatch, seconds_per_step):
     clock = [0.0]
     monkeypatch.setattr(quality_module.time, "perf_counter", lambda: clock[0])
     trainer = ScriptedTrainer(clock, seconds_per_step)
-    return train_on_budget(trainer, 100.0, [0.25, 0.5, 1.0], lambda: 1.0)
+    return train_on_budget(trainer, 100.0, [0.25, 0.5, 1.0], lambda: (1.0, 2.0))
 
 
 def test_a_steady_rate_ends_each_point_on_its_budget_with_no_note(monkeypatch):

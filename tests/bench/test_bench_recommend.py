@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
-from bigvocab.bench.recommend import recommend
+from typing import Optional
+
+from bigvocab.bench.recommend import AT_BUDGET, ON_VALIDATION, recommend
 from bigvocab.bench.rows import CurvePoint, QualityRow
 
 
 def row(
-    label: str, points: list[tuple[float, float]], dataset: str = "synthetic V=100", status: str = "ok"
+    label: str,
+    points: list[tuple[float, float]],
+    dataset: str = "synthetic V=100",
+    status: str = "ok",
+    valid: Optional[list[float]] = None,
 ) -> QualityRow:
-    """A quality row whose curve has (training seconds, perplexity) at budgets 1, 2 and 4 s."""
+    """A quality row whose curve has (training seconds, test perplexity) at budgets 1, 2 and 4 s,
+    and the validation perplexities ``valid`` when given."""
+    valid = valid or [None] * len(points)
     curve = [
-        CurvePoint(budget, seconds, 0, 0, ppl) for budget, (seconds, ppl) in zip((1.0, 2.0, 4.0), points)
+        CurvePoint(budget, seconds, 0, 0, ppl, valid_ppl=v)
+        for budget, (seconds, ppl), v in zip((1.0, 2.0, 4.0), points, valid)
     ]
     return QualityRow(dataset, label, label, "layer", 100, 1000, 100, None, 1, curve=curve, status=status)
 
@@ -45,3 +54,33 @@ def test_one_line_per_corpus_and_budget_and_failed_rows_ignored():
         (d, b) for d in "ab" for b in (1.0, 2.0, 4.0)
     ]
     assert all(line["best"] == line["fastest"] == "full" for line in lines)
+
+
+def test_with_validation_an_overfitting_layer_is_judged_by_its_best_validation_checkpoint():
+    rows = [
+        row("full", [(1.0, 300.0), (2.0, 150.0), (4.0, 110.0)], valid=[310.0, 160.0, 115.0]),
+        # Best at 1 s, then overfits: validation sees it, so 100 is what early stopping keeps.
+        row("hsm", [(1.0, 100.0), (2.0, 140.0), (4.0, 200.0)], valid=[105.0, 150.0, 210.0]),
+        # Its lowest test perplexity (2 s) is not its lowest validation one (4 s): test never picks.
+        row("nce", [(1.0, 400.0), (2.0, 104.0), (4.0, 120.0)], valid=[410.0, 130.0, 125.0]),
+    ]
+    lines = {line["budget_seconds"]: line for line in recommend(rows)}
+    assert {line["selection"] for line in lines.values()} == {ON_VALIDATION}
+    assert (lines[4.0]["best"], lines[4.0]["best_ppl"], lines[4.0]["best_checkpoint"]) == ("hsm", 100.0, 1.0)
+    assert (lines[4.0]["fastest"], lines[4.0]["fastest_seconds"]) == ("hsm", 1.0)
+    # At 2 s nce keeps its 2 s model (104, validation 130 < 410): within 5% of hsm's 100, but later.
+    assert (lines[2.0]["best"], lines[2.0]["best_checkpoint"], lines[2.0]["fastest"]) == ("hsm", 1.0, "hsm")
+    # At the budget alone, hsm's 200 would lose to full's 110 at 4 s.
+    at_budget = recommend([row(r.approach, [(p.train_seconds, p.test_ppl) for p in r.curve]) for r in rows])
+    assert at_budget[-1]["selection"] == AT_BUDGET and (at_budget[-1]["best"], at_budget[-1]["best_ppl"]) == ("full", 110.0)
+
+
+def test_validation_selection_needs_every_row_of_the_corpus_to_have_it():
+    """One row measured before validation was recorded: the corpus is judged at the budget, so no
+    layer gains from a selection the others could not have."""
+    rows = [
+        row("full", [(1.0, 300.0), (2.0, 150.0), (4.0, 110.0)]),
+        row("hsm", [(1.0, 100.0), (2.0, 140.0), (4.0, 200.0)], valid=[105.0, 150.0, 210.0]),
+    ]
+    last = recommend(rows)[-1]
+    assert (last["selection"], last["best"], last["best_ppl"], last["best_checkpoint"]) == (AT_BUDGET, "full", 110.0, 4.0)

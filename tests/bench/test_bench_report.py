@@ -129,7 +129,8 @@ def test_json_round_trips_and_has_no_nan(results, tmp_path):
     assert loaded["speed"][4]["timings"] == {} and loaded["speed"][4]["error"] == "ConfigError: bad"
     assert loaded["summary"][1]["approach"] == "hsm[huffman]"
     assert loaded["quality"][1]["curve"][1] == {
-        "budget_seconds": 2.0, "train_seconds": 2.0, "tokens": 1000, "steps": 10, "test_ppl": 120.0, "ppl_ratio": 1.2
+        "budget_seconds": 2.0, "train_seconds": 2.0, "tokens": 1000, "steps": 10, "test_ppl": 120.0, "ppl_ratio": 1.2,
+        "valid_ppl": None,
     }
 
 
@@ -158,11 +159,28 @@ def test_markdown_has_the_comparison_table_raw_tables_and_machine(results, tmp_p
     assert "| cpu | test cpu |" in text
     assert "error: ConfigError: bad" in text
     assert "- a note" in text
-    assert "| PPL at 1 s | PPL at 2 s |" in text and "| 220.0 (2.20x floor) | 110.0 (1.10x floor) |" in text
+    assert "| PPL at 1 s | PPL at 2 s |" in text
+    assert "| 220.0 (2.20x floor) | 110.0 (1.10x floor) |" in text  # no validation figures: no checkpoint starred
     assert "## Recommendation" in text
-    assert "| small | 500 | 2 s | full (110.0 (1.10x floor)) | full (after 2.0 s) |" in text
-    assert text.rstrip().endswith("| large | 500 | 2 s | full (1,200.0) | full (after 2.0 s) |")
+    assert "| small | 500 | 2 s | at the budget | full (110.0 (1.10x floor)) | full (after 2.0 s) |" in text
+    assert text.rstrip().endswith("| large | 500 | 2 s | at the budget | full (1,200.0) | full (after 2.0 s) |")
     assert f"`{reproduce_command(config)}`" in text
+
+
+def test_markdown_marks_the_checkpoint_kept_on_validation(results, tmp_path):
+    """An overfitting layer: its 1 s checkpoint has the lowest validation perplexity, so the
+    quality table stars it and the recommendation at 2 s quotes it, not the worse 2 s model."""
+    overfits = quality_row("hsm", "brown", 300.0, None)
+    overfits.curve[0].test_ppl, overfits.curve[0].valid_ppl, overfits.curve[1].valid_ppl = 150.0, 160.0, 310.0
+    steady = quality_row("full", "brown", 200.0, None)
+    steady.curve[0].valid_ppl, steady.curve[1].valid_ppl = 420.0, 210.0
+    results["quality"] = [steady, overfits]
+    results["recommendation"] = recommend(results["quality"])
+    text = write_markdown(results, BenchConfig.quick(), tmp_path / "report.md").read_text()
+    assert "| brown | hsm | 500 | (1,000) | 150.0* | 300.0 |" in text
+    assert "| brown | full | 500 | (1,000) | 400.0 | 200.0* |" in text
+    assert "| brown | 500 | 1 s | best validation checkpoint | hsm (150.0) | hsm (after 1.0 s) |" in text
+    assert "| brown | 500 | 2 s | best validation checkpoint | hsm (150.0, its 1 s checkpoint) | hsm (after 1.0 s) |" in text
 
 
 def test_reproduce_command_lists_only_what_differs_from_the_preset(tmp_path):

@@ -23,8 +23,8 @@ class QualityConfig:
     """One NNLM training run per layer per corpus, all for the same wall-clock time.
 
     Every layer trains the same model with the same optimiser on the same training split for
-    ``budget_seconds`` (as many passes as fit), and its exact test perplexity is measured at the
-    ``checkpoints`` fractions of that time: curves, compared at equal time.
+    ``budget_seconds`` (as many passes as fit), and its exact test and validation perplexities are
+    measured at the ``checkpoints`` fractions of that time: curves, compared at equal time.
     """
 
     #: V of the "small vocabulary" synthetic language.
@@ -37,14 +37,15 @@ class QualityConfig:
     zipf: float = 1.0
     #: tokens of the synthetic training split (valid and test a tenth each).
     train_tokens: int = 25_000
-    #: exact test perplexity on the first this many test tokens (None: the whole test split); the
-    #: perplexity is computed at every checkpoint, so a large V makes it the cost that counts.
+    #: exact test (and validation) perplexity on the first this many tokens of each split (None:
+    #: the whole split); both are computed at every checkpoint, so a large V makes them the cost
+    #: that counts.
     test_tokens: Optional[int] = None
     #: tokens of the Brown training split used per layer (None: all 800k, i.e. one epoch).
     brown_train_tokens: Optional[int] = 200_000
     #: training wall time of every layer (evaluation excluded).
     budget_seconds: float = 4.0
-    #: fractions of the budget at which the exact test perplexity is measured (the last is 1).
+    #: fractions of the budget at which the exact perplexities are measured (the last is 1).
     checkpoints: tuple[float, ...] = (0.125, 0.25, 0.5, 1.0)
     #: intra-op threads while training (None: torch's setting). The NNLM's matrices are small, so
     #: extra threads buy little, and on a shared machine they mostly wait for each other.

@@ -5,8 +5,10 @@ The question a user brings is *which layer gives the best model in the time I ha
 are compared at equal training time, over curves (Chen et al. 2015): every row trains the model
 from the same seed on the same training split (as many passes as fit), with the same optimiser
 and learning rate, for ``budget_seconds`` of training wall time, and measures the *exact* test
-perplexity (every layer's ``log_prob`` normalises over the whole vocabulary) at the fractions
-``checkpoints`` of that budget. Evaluation is not counted as training time. On the synthetic
+and validation perplexities (every layer's ``log_prob`` normalises over the whole vocabulary) at
+the fractions ``checkpoints`` of that budget. Evaluation is not counted as training time. Nothing
+stops a run early; the validation figures let the recommendation (:mod:`bigvocab.bench.recommend`)
+keep, as early stopping would, the checkpoint with the lowest validation perplexity. On the synthetic
 language each perplexity is also given as a ratio to the language's known floor exp(H), the
 lowest any model can reach; Bengio's Brown protocol runs when a Brown path is given.
 """
@@ -135,10 +137,10 @@ SLOWDOWN_NOTED = 1.5
 
 
 def train_on_budget(
-    trainer, seconds: float, checkpoints, evaluate: Callable[[], float]
+    trainer, seconds: float, checkpoints, evaluate: Callable[[], tuple[float, Optional[float]]]
 ) -> tuple[list[CurvePoint], list[str]]:
     """Train for ``seconds`` of training wall time; at each fraction in ``checkpoints`` (increasing,
-    the last 1) record a :class:`CurvePoint` with ``evaluate()``'s test perplexity.
+    the last 1) record a :class:`CurvePoint` with ``evaluate()``'s test and validation perplexities.
 
     Each stretch runs a number of steps computed from the rate measured so far (a limit the
     trainer honours and may change between ``fit`` calls), so the clock costs no check per step;
@@ -168,15 +170,16 @@ def train_on_budget(
                     f"steps {before}-{trainer.step} took {elapsed:.0f} s, {elapsed / planned:.1f}x the {planned:.0f} s "
                     "the earlier rate planned (the machine was busy?)"
                 )
-        curve.append(CurvePoint(goal, trained, trainer.tokens, trainer.step, evaluate()))
+        test_ppl, valid_ppl = evaluate()
+        curve.append(CurvePoint(goal, trained, trainer.tokens, trainer.step, test_ppl, valid_ppl=valid_ppl))
     return curve, slowdowns
 
 
 def train_and_evaluate(
     row: QualityRow, candidate: Candidate, corpus, train_ids: torch.Tensor, side: SideData, config: BenchConfig
 ) -> None:
-    """Train the NNLM with ``candidate``'s output layer; fill ``row`` with the exact test
-    perplexity curve and wall times."""
+    """Train the NNLM with ``candidate``'s output layer; fill ``row`` with the exact test (and
+    validation, when the corpus has a validation split) perplexity curve and wall times."""
     from bigvocab.train import TrainConfig, Trainer
 
     quality = config.quality
@@ -197,16 +200,18 @@ def train_and_evaluate(
         device=config.device,
         progress=False,
     )
-    # No validation set: a fixed time budget leaves nothing to select or stop on.
+    # The trainer gets no validation split: the time budget, not early stopping, ends the run;
+    # validation perplexity is measured beside the test's, at the checkpoints.
     trainer = Trainer(model, train_ids, None, train_config)
     evaluation = [0.0]
-    test_ids = corpus.test if quality.test_tokens is None else corpus.test[: quality.test_tokens]
+    test_ids, valid_ids = (split[: quality.test_tokens] for split in (corpus.test, corpus.valid))
 
-    def evaluate() -> float:
+    def evaluate() -> tuple[float, Optional[float]]:
         start = time.perf_counter()
-        perplexity = float(trainer.evaluate(test_ids))
+        test_ppl = float(trainer.evaluate(test_ids))
+        valid_ppl = float(trainer.evaluate(valid_ids)) if valid_ids.numel() > 1 else None
         evaluation[0] += time.perf_counter() - start
-        return perplexity
+        return test_ppl, valid_ppl
 
     curve, slowdowns = train_on_budget(trainer, quality.budget_seconds, quality.checkpoints, evaluate)
     floor = corpus.floor_perplexity

@@ -4,6 +4,13 @@ From the quality curves (exact test perplexity at fixed fractions of the same tr
 :mod:`bigvocab.bench.quality`): at each budget, the layer with the lowest perplexity, and the
 layer that came within ``tolerance`` (5%) of that best perplexity in the least training time --
 the one to choose when time matters more than the last 5%.
+
+A layer's figure at a budget is the test perplexity of the model a user would keep: where every
+curve of the corpus has validation perplexities, the checkpoint (among those due by the budget)
+with the lowest validation perplexity, as early stopping keeps (Prechelt 1998, "Early
+stopping -- but when?"); a layer that overfits is then judged by its best model, not by the one
+its last minutes spoiled. Rows measured before validation was recorded are judged at the budget
+itself, and the line says which rule it used.
 """
 
 from __future__ import annotations
@@ -14,26 +21,33 @@ from bigvocab.bench.rows import CurvePoint, QualityRow
 
 #: "Within 5% of the best": perplexity at most (1 + TOLERANCE) times the lowest.
 TOLERANCE = 0.05
+#: ``selection`` of a line whose figures are the best-on-validation checkpoints.
+ON_VALIDATION = "best validation checkpoint"
+#: ``selection`` of a line whose figures are the checkpoints at the budget.
+AT_BUDGET = "at the budget"
 
 
 def recommend(quality_rows: list[QualityRow], tolerance: float = TOLERANCE) -> list[dict]:
-    """One line per (corpus, budget): ``dataset``, ``vocab_size``, ``budget_seconds``, ``best``
-    (label), ``best_ppl``, ``fastest`` (label) and ``fastest_seconds`` (training time at which its
-    curve first came within ``tolerance`` of ``best_ppl``)."""
+    """One line per (corpus, budget): ``dataset``, ``vocab_size``, ``budget_seconds``,
+    ``selection`` (:data:`ON_VALIDATION` or :data:`AT_BUDGET`), ``best`` (label), ``best_ppl``,
+    ``best_ratio``, ``best_checkpoint`` (the budget of the checkpoint behind ``best_ppl``),
+    ``fastest`` (label) and ``fastest_seconds`` (training time of the first checkpoint whose
+    kept model came within ``tolerance`` of ``best_ppl``)."""
     lines = []
     for dataset in dict.fromkeys(row.dataset for row in quality_rows):
         rows = [r for r in quality_rows if r.dataset == dataset and r.status == "ok" and r.curve]
         if not rows:
             continue
+        on_validation = all(point.valid_ppl is not None for row in rows for point in row.curve)
         budgets = sorted({point.budget_seconds for row in rows for point in row.curve})
         for budget in budgets:
-            at_budget = {row.approach: _point_at(row, budget) for row in rows}
-            measured = {label: point for label, point in at_budget.items() if point is not None}
-            if not measured:
+            kept = {row.approach: kept_point(row, budget, on_validation) for row in rows}
+            kept = {label: point for label, point in kept.items() if point is not None}
+            if not kept:
                 continue
-            best = min(measured, key=lambda label: measured[label].test_ppl)
-            best_ppl = measured[best].test_ppl
-            reached = {row.approach: _first_within(row, budget, (1 + tolerance) * best_ppl) for row in rows}
+            best = min(kept, key=lambda label: kept[label].test_ppl)
+            best_ppl = kept[best].test_ppl
+            reached = {row.approach: _first_within(row, budget, (1 + tolerance) * best_ppl, on_validation) for row in rows}
             reached = {label: seconds for label, seconds in reached.items() if seconds is not None}
             fastest = min(reached, key=reached.get)
             lines.append(
@@ -41,9 +55,11 @@ def recommend(quality_rows: list[QualityRow], tolerance: float = TOLERANCE) -> l
                     "dataset": dataset,
                     "vocab_size": rows[0].vocab_size,
                     "budget_seconds": budget,
+                    "selection": ON_VALIDATION if on_validation else AT_BUDGET,
                     "best": best,
                     "best_ppl": best_ppl,
-                    "best_ratio": measured[best].ppl_ratio,
+                    "best_ratio": kept[best].ppl_ratio,
+                    "best_checkpoint": kept[best].budget_seconds,
                     "fastest": fastest,
                     "fastest_seconds": reached[fastest],
                 }
@@ -51,10 +67,24 @@ def recommend(quality_rows: list[QualityRow], tolerance: float = TOLERANCE) -> l
     return lines
 
 
-def _point_at(row: QualityRow, budget: float) -> Optional[CurvePoint]:
-    return next((point for point in row.curve if point.budget_seconds == budget), None)
+def kept_point(row: QualityRow, budget: float, on_validation: bool) -> Optional[CurvePoint]:
+    """The checkpoint of ``row`` a user with ``budget`` seconds keeps: the lowest validation
+    perplexity among those due by ``budget`` (``on_validation``), else the one at ``budget``;
+    None when the curve has no point at ``budget``."""
+    due = [point for point in row.curve if point.budget_seconds <= budget]
+    if not due or due[-1].budget_seconds != budget:
+        return None
+    return min(due, key=lambda point: point.valid_ppl) if on_validation else due[-1]
 
 
-def _first_within(row: QualityRow, budget: float, limit: float) -> Optional[float]:
-    """Training seconds of the row's first curve point, within ``budget``, at or below ``limit``."""
-    return next((p.train_seconds for p in row.curve if p.budget_seconds <= budget and p.test_ppl <= limit), None)
+def _first_within(row: QualityRow, budget: float, limit: float, on_validation: bool) -> Optional[float]:
+    """Training seconds of the row's first checkpoint, within ``budget``, whose kept model is at or
+    below ``limit``. (The first budget whose kept model is within the limit keeps its own point:
+    an earlier point kept there would have been kept, and within the limit, at its own budget.)"""
+    for point in row.curve:
+        if point.budget_seconds > budget:
+            break
+        kept = kept_point(row, point.budget_seconds, on_validation)
+        if kept is not None and kept.test_ppl <= limit:
+            return kept.train_seconds
+    return None

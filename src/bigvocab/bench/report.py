@@ -15,7 +15,7 @@ from typing import Optional
 from bigvocab.bench import formatting as fmt
 from bigvocab.bench.config import BenchConfig
 from bigvocab.bench.operations import FIT_STEPS
-from bigvocab.bench.recommend import TOLERANCE
+from bigvocab.bench.recommend import ON_VALIDATION, TOLERANCE
 from bigvocab.bench.rows import QualityRow, SpeedRow
 from bigvocab.bench.speed import WARMUP_BELOW_SECONDS
 from bigvocab.files import atomic_write_text
@@ -208,13 +208,16 @@ def _fitted_cell(row: SpeedRow) -> str:
 
 
 def quality_table(rows: list[QualityRow]) -> str:
-    """One line per (corpus, layer): exact test perplexity at each time budget of its curve."""
+    """One line per (corpus, layer): exact test perplexity at each time budget of its curve; ``*``
+    marks the checkpoint with the lowest validation perplexity, where it was measured."""
     budgets = sorted({point.budget_seconds for row in rows for point in row.curve})
     header = ["Corpus", "Approach", "V", "Tokens trained (passes)"]
     header += [f"PPL at {budget:g} s" for budget in budgets] + ["Train s", "Eval s", "Status"]
     lines = []
     for row in rows:
         points = {point.budget_seconds: point for point in row.curve}
+        validated = [point for point in row.curve if point.valid_ppl is not None]
+        kept = min(validated, key=lambda point: point.valid_ppl) if validated else None
         lines.append(
             [
                 row.dataset,
@@ -222,7 +225,9 @@ def quality_table(rows: list[QualityRow]) -> str:
                 f"{row.vocab_size:,}",
                 _tokens_cell(row),
                 *(
-                    fmt.perplexity(points[b].test_ppl, points[b].ppl_ratio) if b in points else fmt.MISSING
+                    fmt.perplexity(points[b].test_ppl, points[b].ppl_ratio) + ("*" if points[b] is kept else "")
+                    if b in points
+                    else fmt.MISSING
                     for b in budgets
                 ),
                 fmt.number(row.train_seconds),
@@ -234,13 +239,15 @@ def quality_table(rows: list[QualityRow]) -> str:
 
 
 def recommendation_table(lines: list[dict]) -> str:
-    header = ["Corpus", "V", "Time budget", "Lowest perplexity", f"Fastest within {100 * TOLERANCE:g}% of it"]
+    header = ["Corpus", "V", "Time budget", "Model kept", "Lowest perplexity", f"Fastest within {100 * TOLERANCE:g}% of it"]
     rows = [
         [
             line["dataset"],
             f"{line['vocab_size']:,}",
             f"{line['budget_seconds']:g} s",
-            f"{line['best']} ({fmt.perplexity(line['best_ppl'], line['best_ratio'])})",
+            line["selection"],
+            f"{line['best']} ({fmt.perplexity(line['best_ppl'], line['best_ratio'])}"
+            + (f", its {line['best_checkpoint']:g} s checkpoint)" if line["best_checkpoint"] < line["budget_seconds"] else ")"),
             f"{line['fastest']} (after {line['fastest_seconds']:.1f} s)",
         ]
         for line in lines
@@ -379,14 +386,18 @@ def _quality_caption(config: BenchConfig) -> str:
         + ", ".join(f"{fraction * q.budget_seconds:g}" for fraction in q.checkpoints)
         + " s of training"
         + ("" if q.test_tokens is None else f" on the first {q.test_tokens:,} test tokens")
-        + "; the ratio to the synthetic language's floor in brackets."
+        + "; the ratio to the synthetic language's floor in brackets. Validation perplexity is measured beside it"
+        + ("" if q.test_tokens is None else f" (first {q.test_tokens:,} validation tokens)")
+        + "; * marks each layer's checkpoint with the lowest (none in rows measured before it was recorded)."
     )
 
 
 def _recommendation_caption() -> str:
     return (
-        "For each corpus and time budget measured: the layer whose model had the lowest exact test perplexity "
-        f"after that much training, and the layer whose curve came within {100 * TOLERANCE:g}% of that perplexity "
-        "first (the training time at which it did). Measured on this run's machine: a loaded or different "
-        "machine moves the time axis, and with it the answer."
+        "For each corpus and time budget measured: the layer whose kept model had the lowest exact test perplexity "
+        f"after that much training, and the layer whose kept model came within {100 * TOLERANCE:g}% of that "
+        "perplexity first (the training time at which it did). The model kept is, where every layer of the corpus "
+        f"has validation perplexities, the {ON_VALIDATION} among those due by the budget (what early stopping "
+        "keeps: a layer that overfits is judged by its best model), otherwise the model at the budget. Measured on "
+        "this run's machine: a loaded or different machine moves the time axis, and with it the answer."
     )

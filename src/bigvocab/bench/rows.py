@@ -119,8 +119,10 @@ class SpeedRow:
 class CurvePoint:
     """Exact test perplexity once ``budget_seconds`` of training were due (see
     :func:`bigvocab.bench.quality.train_on_budget`): ``train_seconds`` actually trained, the
-    ``tokens`` and optimiser ``steps`` done by then, and the perplexity as a ratio to the
-    language's floor (None when the corpus has no known floor)."""
+    ``tokens`` and optimiser ``steps`` done by then, the perplexity as a ratio to the
+    language's floor (None when the corpus has no known floor), and the exact perplexity on the
+    validation split (None in runs made before it was measured), which picks the checkpoint early
+    stopping would keep."""
 
     budget_seconds: float
     train_seconds: float
@@ -128,6 +130,7 @@ class CurvePoint:
     steps: int
     test_ppl: float
     ppl_ratio: Optional[float] = None
+    valid_ppl: Optional[float] = None
 
 
 @dataclass
