@@ -198,6 +198,21 @@ def test_plots_are_written(results, tmp_path):
     assert all(p.stat().st_size > 1000 for p in paths) and notes == []
 
 
+def test_perplexity_plot_rings_the_kept_checkpoints_under_one_legend_entry(results, tmp_path, monkeypatch):
+    matplotlib = pytest.importorskip("matplotlib")
+    for row in results["quality"][:3]:  # two corpora with validation; the failed row has no curve
+        for point, valid in zip(row.curve, (100.0, 200.0)):
+            point.valid_ppl = valid
+    legends = []
+    drawn = matplotlib.figure.Figure.legend
+    monkeypatch.setattr(
+        matplotlib.figure.Figure, "legend", lambda figure, handles, names, **kw: legends.append(list(names)) or drawn(figure, handles, names, **kw)
+    )
+    paths, _ = write_plots(results, tmp_path)
+    assert paths[-1].name == "perplexity_vs_time.png" and paths[-1].stat().st_size > 1000
+    assert legends == [["full", "hsm[huffman]", "lowest validation perplexity (kept)"]]
+
+
 def test_end_labels_that_would_overlap_are_spread_symmetrically_and_others_stay_put():
     """The session-13 V = 10k curves ended at 1.40x (nce) and 1.41x (full), 1.29x and 1.29x
     (sampled, hsm): their labels printed over each other."""

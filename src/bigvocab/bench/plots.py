@@ -5,7 +5,9 @@
 * ``perplexity_vs_time.png`` -- exact test perplexity (as a ratio to the floor where it is known)
   against training wall time, one curve per layer (its label at the curve's end, moved apart from
   its neighbours' where curves end close together but kept inside the panel, and in one legend
-  below the panels, clear of the curves), one panel per corpus, ticks at the time budgets.
+  below the panels, clear of the curves), one panel per corpus, ticks at the time budgets; a
+  ring marks each layer's checkpoint with the lowest validation perplexity, where it was measured
+  (the model early stopping keeps, which the recommendation quotes).
 """
 
 from __future__ import annotations
@@ -89,7 +91,14 @@ def _perplexity_plot(plt, rows: list[QualityRow], path: Path) -> Path:
         for row in mine:
             times = [p.train_seconds for p in row.curve]
             values = [p.ppl_ratio if relative else p.test_ppl for p in row.curve]
-            axes.plot(times, values, label=row.approach, markersize=4, **_style(plt, labels.index(row.approach)))
+            style = _style(plt, labels.index(row.approach))
+            axes.plot(times, values, label=row.approach, markersize=4, **style)
+            kept = row.best_on_validation()
+            if kept is not None:
+                axes.plot(
+                    kept.train_seconds, kept.ppl_ratio if relative else kept.test_ppl, marker="o", markersize=10,
+                    markerfacecolor="none", markeredgecolor=style["color"], linestyle="none", label=_KEPT_LABEL,
+                )
         if relative:
             axes.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
         axes.set_xscale("log")
@@ -100,17 +109,25 @@ def _perplexity_plot(plt, rows: list[QualityRow], path: Path) -> Path:
         axes.set_xlabel("training wall time (s)")
         axes.set_ylabel("exact test perplexity / floor" if relative else "exact test perplexity")
         axes.set_title(dataset)
-    handles, names = panels[0][0].get_legend_handles_labels()
-    for axes in panels[0][1:]:  # a layer that ran on one corpus only still gets its entry
+    handles, names = [], []
+    for axes in panels[0]:  # a layer that ran on one corpus only still gets its entry (and the ring one)
         for handle, name in zip(*axes.get_legend_handles_labels()):
             if name not in names:
                 handles.append(handle)
                 names.append(name)
+    if _KEPT_LABEL in names:  # after the layers' entries, not among them
+        kept = names.index(_KEPT_LABEL)
+        handles.append(handles.pop(kept))
+        names.append(names.pop(kept))
     figure.legend(handles, names, loc="lower center", ncol=_LEGEND_COLUMNS, fontsize=7, frameon=False)
     figure.tight_layout(rect=(0, legend_inches / figure.get_figheight(), 1, 1))
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return path
+
+
+#: legend entry of the rings at the checkpoints kept on validation.
+_KEPT_LABEL = "lowest validation perplexity (kept)"
 
 
 #: the least vertical distance between two end labels, as a fraction of the (log) y-axis: a

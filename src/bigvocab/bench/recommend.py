@@ -71,10 +71,10 @@ def kept_point(row: QualityRow, budget: float, on_validation: bool) -> Optional[
     """The checkpoint of ``row`` a user with ``budget`` seconds keeps: the lowest validation
     perplexity among those due by ``budget`` (``on_validation``), else the one at ``budget``;
     None when the curve has no point at ``budget``."""
-    due = [point for point in row.curve if point.budget_seconds <= budget]
-    if not due or due[-1].budget_seconds != budget:
-        return None
-    return min(due, key=lambda point: point.valid_ppl) if on_validation else due[-1]
+    at_budget = next((point for point in row.curve if point.budget_seconds == budget), None)
+    if at_budget is None or not on_validation:
+        return at_budget
+    return row.best_on_validation(budget)
 
 
 def _first_within(row: QualityRow, budget: float, limit: float, on_validation: bool) -> Optional[float]:

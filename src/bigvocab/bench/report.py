@@ -216,8 +216,7 @@ def quality_table(rows: list[QualityRow]) -> str:
     lines = []
     for row in rows:
         points = {point.budget_seconds: point for point in row.curve}
-        validated = [point for point in row.curve if point.valid_ppl is not None]
-        kept = min(validated, key=lambda point: point.valid_ppl) if validated else None
+        kept = row.best_on_validation()
         lines.append(
             [
                 row.dataset,

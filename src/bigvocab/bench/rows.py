@@ -164,6 +164,14 @@ class QualityRow:
     status: str = "ok"
     error: str = ""
 
+    def best_on_validation(self, budget: Optional[float] = None) -> Optional[CurvePoint]:
+        """The checkpoint early stopping keeps: the lowest validation perplexity among the points
+        due by ``budget`` (all when None); None when one of them has no validation figure."""
+        due = [point for point in self.curve if budget is None or point.budget_seconds <= budget]
+        if not due or any(point.valid_ppl is None for point in due):
+            return None
+        return min(due, key=lambda point: point.valid_ppl)
+
     @classmethod
     def from_dict(cls, record: dict) -> "QualityRow":
         """The row :func:`dataclasses.asdict` gave (as ``results.json`` and the journal hold it)."""
