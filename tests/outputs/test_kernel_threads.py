@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from bigvocab.outputs import kernel_threads
-from bigvocab.outputs.kernel_threads import range_bounds, run_in_ranges, run_ranges, split_ranges
+from bigvocab.outputs.kernel_threads import range_bounds, run_in_ranges
 
 
 def _recorded_ranges(size, threads, **options):
@@ -96,23 +96,3 @@ def test_a_call_with_too_little_work_stays_on_the_callers_thread():
     assert ranges == on_caller == [(0, size)]
     ranges, _ = _recorded_ranges(size, 4, work_per_item=2 * kernel_threads.MIN_WORK_PER_THREAD / size)
     assert len(ranges) == 2  # two threads' worth of work, not four
-
-
-def test_numbered_ranges_tell_each_kernel_call_its_part(monkeypatch):
-    """A kernel that writes a buffer per range (the pair kernels' hidden-state gradient) learns
-    which range it runs, 0 for the caller's; the parts are those split_ranges planned."""
-    monkeypatch.setattr(kernel_threads, "MIN_WORK_PER_THREAD", 1)
-    ranges = split_ranges(12, 3)
-    assert ranges == [(0, 4), (4, 8), (8, 12)]
-    buffer = np.full(12, -1)
-    caller = threading.get_ident()
-    on_caller = []
-
-    def kernel(out, part, lo, hi):
-        out[lo:hi] = part
-        if threading.get_ident() == caller:
-            on_caller.append(part)
-
-    run_ranges(kernel, (buffer,), ranges, numbered=True)
-    assert list(buffer) == [0] * 4 + [1] * 4 + [2] * 4
-    assert on_caller == [0]

@@ -55,14 +55,6 @@ def test_only_the_hidden_gradient_when_the_table_is_frozen():
     torch.testing.assert_close(grad, torch.stack([table[0] + table[1], 2 * table[1], 2 * table[0]]))
 
 
-def test_only_the_table_gradient_when_the_hidden_states_need_none():
-    hidden = torch.randn(3, 4, dtype=torch.float64)
-    table = torch.randn(2, 4, dtype=torch.float64, requires_grad=True)
-    out = pair_dots(hidden, table, torch.tensor([[0, 1], [1, 1], [0, 0]]))
-    (grad,) = torch.autograd.grad(out.sum(), table)
-    torch.testing.assert_close(grad, torch.stack([hidden[0] + 2 * hidden[2], hidden[0] + 2 * hidden[1]]))
-
-
 @pytest.mark.parametrize("name", ["nce", "ais", "neg"])
 def test_a_layer_gets_the_same_loss_and_gradients_from_the_kernel_and_from_the_product(monkeypatch, name):
     """Per-example draws: the compiled kernel (product advantage 0) and the (N, U) product (an

@@ -43,47 +43,6 @@ def range_bounds(size: int, parts: int, work: Optional[np.ndarray] = None) -> np
     return np.concatenate([[0], inner, [size]]).astype(np.int64)
 
 
-def split_ranges(
-    size: int, threads: int, *, work: Optional[np.ndarray] = None, work_per_item: float = 1.0
-) -> list[tuple[int, int]]:
-    """``[0, size)`` cut into at most ``threads`` contiguous ranges of about equal work, none empty
-    (one range ``(0, size)`` when the work is too little to share).
-
-    ``work`` (size + 1,) is the cumulative count of inner steps before each item (None: one per
-    item) and ``work_per_item`` the multiply-adds of one inner step; a range gets a thread only
-    for each :data:`MIN_WORK_PER_THREAD` multiply-adds of the whole call.
-    """
-    total = (size if work is None else int(work[-1])) * work_per_item
-    parts = max(1, min(threads, size, int(total // MIN_WORK_PER_THREAD)))
-    if parts == 1:  # most calls inside a step have one part, and need no bounds computed
-        return [(0, size)]
-    bounds = range_bounds(size, parts, work)
-    ranges = [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
-    return ranges if len(ranges) > 1 else [(0, size)]  # all the work in one range
-
-
-def run_ranges(kernel: Callable[..., None], arrays: tuple, ranges: list[tuple[int, int]], *, numbered: bool = False) -> None:
-    """``kernel(*arrays, lo, hi)`` for each range -- ``kernel(*arrays, part, lo, hi)`` with
-    ``numbered``, for a kernel that writes range ``part``'s own buffer -- the first on the
-    caller's thread, the others on the pool's."""
-    def call(part: int, lo: int, hi: int) -> None:
-        if numbered:
-            kernel(*arrays, part, lo, hi)
-        else:
-            kernel(*arrays, lo, hi)
-
-    if len(ranges) == 1:
-        call(0, *ranges[0])
-        return
-    pool = _pool(len(ranges) - 1)
-    others = [pool.submit(call, part, lo, hi) for part, (lo, hi) in enumerate(ranges) if part]
-    try:
-        call(0, *ranges[0])
-    finally:
-        for other in others:
-            other.result()  # waits for every range, and raises what a range raised
-
-
 def run_in_ranges(
     kernel: Callable[..., None],
     arrays: tuple,
@@ -93,8 +52,29 @@ def run_in_ranges(
     work: Optional[np.ndarray] = None,
     work_per_item: float = 1.0,
 ) -> None:
-    """``kernel(*arrays, lo, hi)`` over ``[0, size)`` split by :func:`split_ranges`."""
-    run_ranges(kernel, arrays, split_ranges(size, threads, work=work, work_per_item=work_per_item))
+    """``kernel(*arrays, lo, hi)`` over ``[0, size)`` split into at most ``threads`` contiguous
+    ranges of about equal work: the first on the caller's thread, the others on the pool's.
+
+    ``work`` (size + 1,) is the cumulative count of inner steps before each item (None: one per
+    item) and ``work_per_item`` the multiply-adds of one inner step; a range gets a thread only
+    for each :data:`MIN_WORK_PER_THREAD` multiply-adds of the whole call.
+    """
+    total = (size if work is None else int(work[-1])) * work_per_item
+    parts = max(1, min(threads, size, int(total // MIN_WORK_PER_THREAD)))
+    ranges = [(0, size)]
+    if parts > 1:  # most calls inside a step have one part, and need no bounds computed
+        bounds = range_bounds(size, parts, work)
+        ranges = [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
+    if len(ranges) == 1:  # one part, or all the work in one range
+        kernel(*arrays, 0, size)
+        return
+    pool = _pool(len(ranges) - 1)
+    others = [pool.submit(kernel, *arrays, lo, hi) for lo, hi in ranges[1:]]
+    try:
+        kernel(*arrays, *ranges[0])
+    finally:
+        for other in others:
+            other.result()  # waits for every range, and raises what a range raised
 
 
 _workers: Optional[ThreadPoolExecutor] = None

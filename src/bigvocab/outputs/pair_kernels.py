@@ -10,14 +10,12 @@ the U distinct rows, straight from the (U, H) table of distinct rows: memory tra
 N·M) instead of O(N·M·H). A tree's paths (the hierarchical softmax, Morin & Bengio 2005) give each
 example a different number of pairs: :func:`flat_pair_dots` takes any P (example, row) pairs.
 
-The pairs are grouped by table row once (a counting sort): the scores, and in the backward both
-gradients at once, walk the table row by row, each row read or written once while the small
-(N, H) hidden states and their gradient take the random accesses. The kernels release the GIL and
-take ranges of table rows on plain Python threads, the ranges holding equal numbers of pairs
-(:mod:`~bigvocab.outputs.kernel_threads`); no two threads write one element, since each range sums
-the hidden states' gradient into its own (N, H) buffer. A second walk for that gradient, by example,
-read the table rows again in example order: the training steps of ``nce``, ``neg`` and ``hsm`` at
-V = 1M ran 1.05-1.11x slower with it (results/pair-gradients-one-walk).
+The pairs are grouped by table row once (a counting sort): the scores and the rows' gradient then
+walk the table row by row, each row read or written once while the small (N, H) hidden states
+take the random accesses; the hidden states' gradient walks the pairs grouped by example. The
+kernels release the GIL and take ranges of table rows (scores, gradient of the rows) or of
+examples (gradient of h) on plain Python threads, so no two threads write the same element; the
+ranges hold equal numbers of pairs (:func:`~bigvocab.outputs.kernel_threads.run_in_ranges`).
 """
 from __future__ import annotations
 
@@ -26,7 +24,7 @@ import torch
 from numba import njit
 from torch import Tensor
 
-from bigvocab.outputs.kernel_threads import run_in_ranges, run_ranges, split_ranges
+from bigvocab.outputs.kernel_threads import run_in_ranges
 from bigvocab.word2vec.kernels import FAST
 
 
@@ -80,45 +78,55 @@ def _dots(
 
 
 @njit(nogil=True, cache=True, fastmath=FAST)
-def _gradients(
+def _hidden_grad(
     grad: np.ndarray,
-    hidden: np.ndarray,
     table: np.ndarray,
+    row_of: np.ndarray,
     offsets: np.ndarray,
     order: np.ndarray,
-    example: np.ndarray,
-    table_out: np.ndarray,
-    hidden_out: np.ndarray,
-    part: int,
+    out: np.ndarray,
     lo: int,
     hi: int,
 ) -> None:
-    """Both gradients in one walk over the table rows lo:hi, each row read once:
-    ``table_out[u]`` = Σ over the pairs p of row u of grad[p] · hidden[example[p]], and
-    ``hidden_out[part, n]`` += grad[p] · table[u] for those pairs, into this range's own
-    (N, H) buffer (zeroed by the caller; the ranges' buffers are summed afterwards). A gradient
-    whose buffer has no rows (``table_out`` (0, H), ``hidden_out`` (0, N, H)) is not computed.
-    ``table_out`` need not be zeroed: each row is cleared in the pass that sums into it."""
-    want_table = table_out.shape[0] > 0
-    want_hidden = hidden_out.shape[0] > 0
-    width = table.shape[1]
+    """out[n] = Σ over the pairs p of example n of grad[p] · table[row_of[p]], for examples lo:hi,
+    summed in a local row (stores to a fresh row per pair measured 3-4x slower than the random
+    reads of table rows)."""
+    width = out.shape[1]
+    total = np.empty(width, dtype=out.dtype)
+    for n in range(lo, hi):
+        total[:] = 0.0
+        for q in range(offsets[n], offsets[n + 1]):
+            p = order[q]
+            g = grad[p]
+            row = table[row_of[p]]
+            for d in range(width):
+                total[d] += g * row[d]
+        out[n] = total
+
+
+@njit(nogil=True, cache=True, fastmath=FAST)
+def _table_grad(
+    grad: np.ndarray,
+    hidden: np.ndarray,
+    offsets: np.ndarray,
+    order: np.ndarray,
+    example: np.ndarray,
+    out: np.ndarray,
+    lo: int,
+    hi: int,
+) -> None:
+    """out[u] = Σ over the pairs p of row u of grad[p] · hidden[example[p]], for rows lo:hi;
+    ``out`` need not be zeroed (each row is cleared here, in the same pass that sums into it,
+    rather than by a separate fill of the whole (U, H) buffer)."""
     for u in range(lo, hi):
-        row = table[u]
-        if want_table:
-            row_grad = table_out[u]
-            row_grad[:] = 0.0
+        row = out[u]
+        row[:] = 0.0
         for q in range(offsets[u], offsets[u + 1]):
             p = order[q]
             g = grad[p]
-            n = example[p]
-            if want_table:
-                h = hidden[n]
-                for d in range(width):
-                    row_grad[d] += g * h[d]
-            if want_hidden:
-                total = hidden_out[part, n]
-                for d in range(width):
-                    total[d] += g * row[d]
+            h = hidden[example[p]]
+            for d in range(row.shape[0]):
+                row[d] += g * h[d]
 
 
 class _PairDots(torch.autograd.Function):
@@ -133,24 +141,31 @@ class _PairDots(torch.autograd.Function):
             _dots, arrays, table.shape[0], torch.get_num_threads(), work=by_row[0], work_per_item=table.shape[1]
         )
         ctx.save_for_backward(hidden, table)
-        ctx.pairs = example, by_row
+        ctx.pairs = example, row, by_row
         return out
 
     @staticmethod
     def backward(ctx, grad: Tensor):  # type: ignore[override]
         hidden, table = ctx.saved_tensors
-        example, by_row = ctx.pairs
-        want_hidden, want_table = ctx.needs_input_grad[:2]
-        ranges = split_ranges(table.shape[0], torch.get_num_threads(), work=by_row[0], work_per_item=2 * table.shape[1])
-        # One (N, H) buffer per range: the ranges walk different table rows, but the same example
-        # may have pairs in several of them.
-        hidden_parts = hidden.new_zeros(len(ranges) if want_hidden else 0, *hidden.shape)
-        table_grad = torch.empty_like(table) if want_table else table.new_empty(0, table.shape[1])
-        arrays = (grad.contiguous().numpy(), hidden.numpy(), table.numpy(), *by_row, example,
-                  table_grad.numpy(), hidden_parts.numpy())
-        run_ranges(_gradients, arrays, ranges, numbered=True)
-        hidden_grad = hidden_parts.sum(0) if want_hidden else None
-        return hidden_grad, table_grad if want_table else None, None, None
+        example, row, by_row = ctx.pairs
+        grad = grad.contiguous().numpy()
+        hidden_grad = table_grad = None
+        if ctx.needs_input_grad[0]:
+            hidden_grad = torch.empty_like(hidden)
+            by_example = _group(example, hidden.shape[0])
+            arrays = (grad, table.numpy(), row, *by_example, hidden_grad.numpy())
+            run_in_ranges(
+                _hidden_grad, arrays, hidden.shape[0], torch.get_num_threads(),
+                work=by_example[0], work_per_item=table.shape[1],
+            )
+        if ctx.needs_input_grad[1]:
+            table_grad = torch.empty_like(table)
+            arrays = (grad, hidden.numpy(), *by_row, example, table_grad.numpy())
+            run_in_ranges(
+                _table_grad, arrays, table.shape[0], torch.get_num_threads(),
+                work=by_row[0], work_per_item=table.shape[1],
+            )
+        return hidden_grad, table_grad, None, None
 
 
 def flat_pair_dots(hidden: Tensor, table: Tensor, example: Tensor, row: Tensor) -> Tensor:
