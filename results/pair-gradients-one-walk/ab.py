@@ -1,0 +1,108 @@
+"""Training steps with the pair kernels' backward as one walk by table row (58f962c, the code on
+PYTHONPATH) or as two walks, the hidden states' gradient by example (ccd225d, at BEFORE_SRC),
+alternating in one process.
+
+    git worktree add --detach /tmp/before ccd225d
+    git worktree add --detach /tmp/after 58f962c
+    THP_MEM_ALLOC_ENABLE=1 PYTHONPATH=/tmp/after/src python results/pair-gradients-one-walk/ab.py \
+        /tmp/before/src 1000000 'hsm[balanced],hsm[huffman],nce,neg,neg[shared]'   # ab-1m.log; 100000: ab-100k.log
+
+The bench's workload (H = 256, N = 1024, Zipf counts and targets, plain SGD, torch's threads):
+for each layer, first the two versions' gradients on one batch (weights drawn normal, so that
+``neg``'s zero start does not hide them), then 20 rounds of 5 steps per version, the order
+alternating; prints each version's median step and the median of the rounds' time ratios
+(above 1: one walk faster).
+"""
+from __future__ import annotations
+
+import importlib.util
+import statistics
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import torch
+
+from bigvocab.bench.operations import make_optimizer, make_workload, training_step
+from bigvocab.factory import create_output
+from bigvocab.outputs import pair_kernels
+
+N, H, ROUNDS, STEPS = 1024, 256, 20, 5
+
+
+def load_before(src: str):
+    spec = importlib.util.spec_from_file_location("pair_kernels_before", Path(src) / "bigvocab/outputs/pair_kernels.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def use(module) -> None:
+    """The layers import these two functions at call time, so setting them switches the version."""
+    pair_kernels.pair_dots, pair_kernels.flat_pair_dots = module.pair_dots, module.flat_pair_dots
+
+
+def build(spec: str, vocab: int, counts: list[int]):
+    name, _, variant = spec.partition("[")
+    options = {}
+    if variant:
+        options = {"shared": True} if variant == "shared]" else {"tree": variant[:-1]}
+    torch.manual_seed(0)
+    return create_output(name, H, vocab, counts=counts, **options)
+
+
+def gradients(layer, work, seed: int) -> list[torch.Tensor]:
+    torch.manual_seed(seed)
+    layer.zero_grad(set_to_none=True)
+    work.hidden.grad = None
+    layer.loss(work.hidden, work.target).backward()
+    grads = [work.hidden.grad.clone()] + [p.grad.to_dense().clone() for p in layer.parameters() if p.grad is not None]
+    return grads
+
+
+def main() -> None:
+    before_src, vocab, specs = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(",")
+    # The checkout's own functions, kept aside: use() overwrites the module's names.
+    one_walk = SimpleNamespace(pair_dots=pair_kernels.pair_dots, flat_pair_dots=pair_kernels.flat_pair_dots)
+    versions = {"one walk": one_walk, "two walks": load_before(before_src)}
+    counts = [max(1, 10_000_000 // (rank + 1)) for rank in range(vocab)]
+    for spec in specs:
+        layer = build(spec, vocab, counts)
+        work = make_workload(counts, H, N, N, seed=0, device=torch.device("cpu"))
+        with torch.no_grad():
+            for param in layer.parameters():
+                param.normal_(0.0, 0.1)
+        compared = []
+        for label in versions:
+            use(versions[label])
+            compared.append(gradients(layer, work, seed=1))
+        worst = max(float((a - b).abs().max() / b.abs().max().clamp_min(1e-30)) for a, b in zip(*compared))
+        optimizer = make_optimizer(layer)
+        for label in versions:
+            use(versions[label])
+            for _ in range(3):
+                training_step(layer, optimizer, work)
+        medians = {label: [] for label in versions}
+        for round_ in range(ROUNDS):
+            order = list(versions) if round_ % 2 == 0 else list(reversed(versions))
+            for label in order:
+                use(versions[label])
+                steps = []
+                for _ in range(STEPS):
+                    start = time.perf_counter()
+                    training_step(layer, optimizer, work)
+                    steps.append(time.perf_counter() - start)
+                medians[label].append(statistics.median(steps))
+        ratio = statistics.median(b / a for a, b in zip(medians["one walk"], medians["two walks"]))
+        print(
+            f"V={vocab} {spec}: two walks {statistics.median(medians['two walks']) * 1e3:.2f} ms, "
+            f"one walk {statistics.median(medians['one walk']) * 1e3:.2f} ms, paired ratio {ratio:.3f} "
+            f"(gradients agree to {worst:.1e} of their largest element)",
+            flush=True,
+        )
+        use(versions["one walk"])
+
+
+if __name__ == "__main__":
+    main()
