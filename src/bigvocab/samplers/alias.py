@@ -101,11 +101,18 @@ class AliasTable(nn.Module):
         num_classes = self.probs.numel()
         bucket = torch.randint(num_classes, shape, generator=generator, device=self.probs.device)
         coin = torch.rand(shape, generator=generator, device=self.probs.device, dtype=torch.float64)
-        return torch.where(coin < self.accept[bucket], bucket, self.alias[bucket])
+        return torch.where(coin < _lookup(self.accept, bucket), bucket, _lookup(self.alias, bucket))
 
     def log_prob(self, ids: Tensor) -> Tensor:
         """log p(ids) in float64, same shape as ``ids``."""
-        return self.probs[ids].log()
+        return _lookup(self.probs, ids).log()
+
+
+def _lookup(table: Tensor, ids: Tensor) -> Tensor:
+    """``table[ids]`` for a (V,) table, by ``index_select`` rather than torch's advanced indexing:
+    ``nce``'s training step (26,624 draws and lookups) ran 1.04-1.05x faster at V = 100k and 1M,
+    ``neg``'s 1.01-1.03x (results/alias-index-select)."""
+    return table.index_select(0, ids.reshape(-1)).view(ids.shape)
 
 
 class AliasSampler(Sampler):
