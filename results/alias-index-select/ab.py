@@ -7,20 +7,23 @@ advanced indexing (``table[ids]``, the code before), alternating in one process.
 Each sampling step draws from the unigram sampler's alias table (two lookups per draw: the
 bucket's acceptance and alias) and reads the draws' and targets' probabilities (``log_q``). The
 bench's workload (H = 256, N = 1024, Zipf counts and targets, SGD); both variants first draw the
-same ids from the same seed; then 20 rounds of 5 steps each, order alternating. Prints each
-variant's median step and the median of the rounds' ratios (above 1: ``index_select`` faster).
+same ids from the same seed; then the bench's own paired timing (``bench.timing``): 20
+repetitions of 5 steps per variant, order alternating. Prints each variant's median time per step
+and the median (and quartiles) of the repetitions' ratios (above 1: ``index_select`` faster).
 """
 from __future__ import annotations
 
-import statistics
 import sys
-import time
+from pathlib import Path
 
 import torch
 
-from bigvocab.bench.operations import make_optimizer, make_workload, training_step
+from bigvocab.bench.operations import make_optimizer, make_workload
 from bigvocab.factory import create_output
 from bigvocab.samplers import alias
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from ab_steps import paired_steps  # noqa: E402  (results/ab_steps.py)
 
 N, H, ROUNDS, STEPS = 1024, 256, 20, 5
 
@@ -55,25 +58,11 @@ def main() -> None:
             use(variant)
             draws.append(layer.sampler.sample(4096, generator=torch.Generator().manual_seed(1)))
         assert torch.equal(*draws), "the two lookups must draw the same ids"
-        optimizer = make_optimizer(layer)
-        for variant in VARIANTS:
-            use(variant)
-            for _ in range(3):
-                training_step(layer, optimizer, work)
-        medians = {variant: [] for variant in VARIANTS}
-        for round_ in range(ROUNDS):
-            for variant in list(VARIANTS) if round_ % 2 == 0 else list(reversed(VARIANTS)):
-                use(variant)
-                steps = []
-                for _ in range(STEPS):
-                    start = time.perf_counter()
-                    training_step(layer, optimizer, work)
-                    steps.append(time.perf_counter() - start)
-                medians[variant].append(statistics.median(steps))
-        ratio = statistics.median(b / a for a, b in zip(medians["index_select"], medians["table[ids]"]))
-        print(f"V={vocab} {name}: table[ids] {statistics.median(medians['table[ids]']) * 1e3:.2f} ms, "
-              f"index_select {statistics.median(medians['index_select']) * 1e3:.2f} ms, paired ratio {ratio:.3f}",
-              flush=True)
+        summary = paired_steps(layer, make_optimizer(layer), work, use, "table[ids]", "index_select",
+                               repeats=ROUNDS, steps=STEPS)
+        print(f"V={vocab} {name}: table[ids] {summary.reference_seconds * 1e3:.2f} ms, index_select "
+              f"{summary.candidate_seconds * 1e3:.2f} ms, paired ratio {summary.median:.3f} "
+              f"[{summary.q1:.3f}-{summary.q3:.3f}]", flush=True)
         use("index_select")
 
 

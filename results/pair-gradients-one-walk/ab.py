@@ -10,23 +10,25 @@ alternating in one process.
 The bench's workload (H = 256, N = 1024, Zipf counts and targets, plain SGD, torch's threads):
 for each layer, first the two versions' gradients on one batch (weights drawn normal, so that
 ``neg``'s zero start does not hide them), then 20 rounds of 5 steps per version, the order
-alternating; prints each version's median step and the median of the rounds' time ratios
-(above 1: one walk faster).
+alternating (the bench's paired timing, ``bench.timing``: each timing the mean of 5 steps); prints
+each version's median time per step and the median (and quartiles) of the rounds' ratios (above 1:
+one walk faster).
 """
 from __future__ import annotations
 
 import importlib.util
-import statistics
 import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import torch
 
-from bigvocab.bench.operations import make_optimizer, make_workload, training_step
+from bigvocab.bench.operations import make_optimizer, make_workload
 from bigvocab.factory import create_output
 from bigvocab.outputs import pair_kernels
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from ab_steps import paired_steps  # noqa: E402  (results/ab_steps.py)
 
 N, H, ROUNDS, STEPS = 1024, 256, 20, 5
 
@@ -34,6 +36,7 @@ N, H, ROUNDS, STEPS = 1024, 256, 20, 5
 def load_before(src: str):
     spec = importlib.util.spec_from_file_location("pair_kernels_before", Path(src) / "bigvocab/outputs/pair_kernels.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # numba's cache of its kernels finds the module by name
     spec.loader.exec_module(module)
     return module
 
@@ -78,27 +81,12 @@ def main() -> None:
             use(versions[label])
             compared.append(gradients(layer, work, seed=1))
         worst = max(float((a - b).abs().max() / b.abs().max().clamp_min(1e-30)) for a, b in zip(*compared))
-        optimizer = make_optimizer(layer)
-        for label in versions:
-            use(versions[label])
-            for _ in range(3):
-                training_step(layer, optimizer, work)
-        medians = {label: [] for label in versions}
-        for round_ in range(ROUNDS):
-            order = list(versions) if round_ % 2 == 0 else list(reversed(versions))
-            for label in order:
-                use(versions[label])
-                steps = []
-                for _ in range(STEPS):
-                    start = time.perf_counter()
-                    training_step(layer, optimizer, work)
-                    steps.append(time.perf_counter() - start)
-                medians[label].append(statistics.median(steps))
-        ratio = statistics.median(b / a for a, b in zip(medians["one walk"], medians["two walks"]))
+        summary = paired_steps(layer, make_optimizer(layer), work, lambda label: use(versions[label]),
+                               "two walks", "one walk", repeats=ROUNDS, steps=STEPS)
         print(
-            f"V={vocab} {spec}: two walks {statistics.median(medians['two walks']) * 1e3:.2f} ms, "
-            f"one walk {statistics.median(medians['one walk']) * 1e3:.2f} ms, paired ratio {ratio:.3f} "
-            f"(gradients agree to {worst:.1e} of their largest element)",
+            f"V={vocab} {spec}: two walks {summary.reference_seconds * 1e3:.2f} ms, "
+            f"one walk {summary.candidate_seconds * 1e3:.2f} ms, paired ratio {summary.median:.3f} "
+            f"[{summary.q1:.3f}-{summary.q3:.3f}] (gradients agree to {worst:.1e} of their largest element)",
             flush=True,
         )
         use(versions["one walk"])
