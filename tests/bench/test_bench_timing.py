@@ -116,3 +116,14 @@ def test_an_operation_slower_than_the_budget_is_timed_once_unpaired():
     assert train.seconds == 10.0
     assert train.speedup == train.full_seconds / 10.0
     assert fmt.speedup_spread(train).endswith("(1 call)")
+
+
+def test_a_single_pair_is_marked_rather_than_given_a_range_of_one_ratio():
+    """A pair of full's 17 s step at V = 1M and a layer's exceeds a 4 s budget: one repetition,
+    whose "IQR" would read [1582–1582]."""
+    reference = Prepared(None, {"train": lambda: None}, {"train": 3.0}, {"train": 1}, None)
+    layer = Prepared(None, {"train": lambda: None}, {"train": 0.002}, {"train": 1}, None)
+    config = BenchConfig.quick(op_budget_seconds=4.0, repeats=3)
+    train = time_operations(reference, layer, config, torch.device("cpu"))["train"]
+    assert train.repeats == 1
+    assert fmt.speedup_spread(train).endswith("(1 pair)") and "[" not in fmt.speedup_spread(train)

@@ -20,11 +20,14 @@ def speedup(value: Optional[float]) -> str:
 
 def speedup_spread(timing: Optional[OperationTiming]) -> str:
     """``"12.3x [11.9–12.8]"``: the median with the interquartile range of the paired ratios;
-    ``"0.01x (1 call)"`` for an operation too slow to repeat (see ``bigvocab.bench.speed``)."""
+    ``"0.01x (1 call)"`` for an operation too slow to repeat, ``"1582x (1 pair)"`` for one whose
+    budget allowed a single pair (see ``bigvocab.bench.speed``): a range of one ratio is no spread."""
     if timing is None:
         return MISSING
     if timing.repeats == 0:
         return f"{speedup(timing.speedup)} (1 call)"
+    if timing.repeats == 1:
+        return f"{speedup(timing.speedup)} (1 pair)"
     return f"{speedup(timing.speedup)} [{speedup(timing.q1)[:-1]}–{speedup(timing.q3)[:-1]}]"
 
 
