@@ -1,6 +1,8 @@
-"""In-process A/B of two variants of the library on one layer's training step, for the scripts of
-the results folders: ``switch(name)`` puts a variant in place (by setting module attributes),
-and the bench's own paired timing (:func:`bigvocab.bench.timing.paired_timings`) alternates them.
+"""Helpers for the results folders' scripts that time one layer's training step: the bench's
+layer and workload from a row name (:func:`bench_layer`), and an in-process A/B of two variants
+of the library (:func:`paired_steps`): ``switch(name)`` puts a variant in place (by setting module
+attributes), and the bench's own paired timing (:func:`bigvocab.bench.timing.paired_timings`)
+alternates them.
 """
 from __future__ import annotations
 
@@ -8,8 +10,25 @@ from typing import Callable
 
 import torch
 
-from bigvocab.bench.operations import Workload, training_step
+from bigvocab.bench.operations import Workload, make_workload, training_step
 from bigvocab.bench.timing import RatioSummary, paired_speedup, paired_timings
+from bigvocab.factory import create_output
+
+#: The bench's speed workload: H and N.
+HIDDEN, ROWS = 256, 1024
+
+
+def bench_layer(spec: str, vocab: int) -> tuple[torch.nn.Module, Workload]:
+    """The layer of bench row ``spec`` (``nce``, ``hsm[balanced]``, ``neg[shared]``) at V = ``vocab``
+    over the bench's Zipf counts, and the bench's workload for it (seed 0, on the CPU)."""
+    name, _, variant = spec.partition("[")
+    options = {}
+    if variant:
+        options = {"shared": True} if variant == "shared]" else {"tree": variant[:-1]}
+    counts = [max(1, 10_000_000 // (rank + 1)) for rank in range(vocab)]
+    torch.manual_seed(0)
+    layer = create_output(name, HIDDEN, vocab, counts=counts, **options)
+    return layer, make_workload(counts, HIDDEN, ROWS, ROWS, seed=0, device=torch.device("cpu"))
 
 
 def paired_steps(

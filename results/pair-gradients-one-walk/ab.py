@@ -23,14 +23,13 @@ from types import SimpleNamespace
 
 import torch
 
-from bigvocab.bench.operations import make_optimizer, make_workload
-from bigvocab.factory import create_output
+from bigvocab.bench.operations import make_optimizer
 from bigvocab.outputs import pair_kernels
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from ab_steps import paired_steps  # noqa: E402  (results/ab_steps.py)
+from ab_steps import bench_layer, paired_steps  # noqa: E402  (results/ab_steps.py)
 
-N, H, ROUNDS, STEPS = 1024, 256, 20, 5
+ROUNDS, STEPS = 20, 5
 
 
 def load_before(src: str):
@@ -44,15 +43,6 @@ def load_before(src: str):
 def use(module) -> None:
     """The layers import these two functions at call time, so setting them switches the version."""
     pair_kernels.pair_dots, pair_kernels.flat_pair_dots = module.pair_dots, module.flat_pair_dots
-
-
-def build(spec: str, vocab: int, counts: list[int]):
-    name, _, variant = spec.partition("[")
-    options = {}
-    if variant:
-        options = {"shared": True} if variant == "shared]" else {"tree": variant[:-1]}
-    torch.manual_seed(0)
-    return create_output(name, H, vocab, counts=counts, **options)
 
 
 def gradients(layer, work, seed: int) -> list[torch.Tensor]:
@@ -69,10 +59,8 @@ def main() -> None:
     # The checkout's own functions, kept aside: use() overwrites the module's names.
     one_walk = SimpleNamespace(pair_dots=pair_kernels.pair_dots, flat_pair_dots=pair_kernels.flat_pair_dots)
     versions = {"one walk": one_walk, "two walks": load_before(before_src)}
-    counts = [max(1, 10_000_000 // (rank + 1)) for rank in range(vocab)]
     for spec in specs:
-        layer = build(spec, vocab, counts)
-        work = make_workload(counts, H, N, N, seed=0, device=torch.device("cpu"))
+        layer, work = bench_layer(spec, vocab)
         with torch.no_grad():
             for param in layer.parameters():
                 param.normal_(0.0, 0.1)
