@@ -8,10 +8,12 @@ import torch
 
 import bigvocab
 from bigvocab.bench.roofline import (
+    MAX_PROBE_TABLE_BYTES,
     add_roofline_fractions,
     counted_flops,
     measure_bandwidth,
     measure_matmul_rate,
+    probe_table_rows,
     required_train_cost,
     roofline_seconds,
 )
@@ -177,7 +179,31 @@ def test_roofline_is_the_larger_of_compute_and_memory_time():
                  required_bytes=1e8, required_gathered_bytes=0.0),
         SpeedRow("b", "b", "layer", 10, 4, 2, 2, timings={"train": step}),
     ]
-    add_roofline_fractions(rows, machine)
+    add_roofline_fractions(rows, 100.0, {"10": machine})
     assert rows[0].matmul_fraction == pytest.approx(0.5)
     assert rows[0].roofline_fraction == pytest.approx(0.5)
     assert rows[1].roofline_fraction is None and rows[1].matmul_fraction is None
+
+
+def test_each_row_is_held_to_the_bandwidth_measured_on_a_table_of_its_own_vocabulary_size():
+    step = OperationTiming(speedup=1.0, q1=1.0, q3=1.0, min=1.0, max=1.0, seconds=0.1, full_seconds=0.1, repeats=1)
+
+    def gathering_row(vocab_size: int) -> SpeedRow:
+        # 1e8 bytes, all gathered as rows: memory-bound at any of the rates below.
+        return SpeedRow("a", "a", "layer", vocab_size, 4, 2, 2, timings={"train": step}, required_flops=1.0,
+                        required_bytes=1e8, required_gathered_bytes=1e8)
+
+    rows = [gathering_row(10), gathering_row(1000), gathering_row(5)]
+    bandwidth = {"10": {"stream_gbps": 10.0, "gather_scatter_gbps": 4.0},
+                 "1000": {"stream_gbps": 10.0, "gather_scatter_gbps": 2.0}}
+    add_roofline_fractions(rows, 100.0, bandwidth)
+    # 1e8 bytes take 25 ms at 4 GB/s and 50 ms at 2 GB/s, of a 100 ms step.
+    assert [row.roofline_fraction for row in rows[:2]] == [pytest.approx(0.25), pytest.approx(0.5)]
+    assert rows[2].roofline_fraction is None  # no probe at that V: no roofline rather than another V's
+
+
+def test_the_probe_table_has_the_weights_shape_up_to_a_bound():
+    assert probe_table_rows(10_000, 256) == 10_000
+    assert probe_table_rows(1_000_000, 256) == 1_000_000  # 1 GiB, the V = 1M weight
+    capped = probe_table_rows(100_000_000, 256)
+    assert capped * 256 * 4 == MAX_PROBE_TABLE_BYTES

@@ -113,6 +113,33 @@ def test_a_run_killed_inside_a_vocabulary_size_measures_the_rest_of_it(tmp_path,
     assert [r.approach for r in results["speed"]] == LABELS
 
 
+def test_each_vocabulary_size_probes_bandwidth_on_a_table_of_its_weights_size(tmp_path, monkeypatch):
+    config = tiny_config(tmp_path, outputs=["full", "sampled"], vocab_sizes=(300, 500), skip_quality=True)
+    tables = []
+    original = runner.measure_bandwidth
+
+    def probe(device, **kwargs):
+        tables.append((kwargs["table_rows"], kwargs["width"]))
+        return original(device, **kwargs)
+
+    monkeypatch.setattr(runner, "measure_bandwidth", probe)
+    results = run_bench(config)
+    assert tables == [(300, 8), (300, 8), (500, 8), (500, 8)]  # before and after each V's rows
+    assert set(results["bandwidth"]) == {"300", "500"}
+    assert all(row.roofline_fraction is not None for row in results["speed"])
+
+
+def test_the_journal_keeps_the_best_bandwidth_of_each_vocabulary_size():
+    journal = BenchJournal(None, {"matmul": None, "bandwidth": None, "phase_seconds": {}, "pieces": [{}]})
+    rates = {"stream_gbps": 10.0, "gather_gbps": 4.0, "scatter_gbps": 6.0, "gather_scatter_gbps": 4.0}
+    journal.best_limits({"best_gflops": 50.0}, {"10": rates})
+    faster = {**rates, "gather_gbps": 5.0, "stream_gbps": 8.0}
+    _, bandwidth = journal.best_limits({"best_gflops": 40.0}, {"10": faster, "20": rates})
+    assert bandwidth["10"]["gather_gbps"] == 5.0 and bandwidth["10"]["stream_gbps"] == 10.0
+    assert bandwidth["20"] == rates
+    assert journal.limits() == ({"best_gflops": 50.0}, bandwidth)
+
+
 def test_resume_refuses_different_settings_and_names_them(tmp_path, monkeypatch):
     counting(monkeypatch, quality, "train_and_evaluate", kill_at=0)
     with pytest.raises(Killed):
@@ -129,7 +156,7 @@ def test_resume_without_a_journal_or_with_a_corrupt_one_says_so(tmp_path):
     with pytest.raises(ConfigError, match="cannot read the benchmark journal"):
         run_bench(config, resume=True)
     (tmp_path / JOURNAL_NAME).write_text('{"version": 7}')
-    with pytest.raises(ConfigError, match="not a version-1 benchmark journal"):
+    with pytest.raises(ConfigError, match=f"not a version-{journal_module.VERSION} benchmark journal"):
         run_bench(config, resume=True)
 
 

@@ -26,7 +26,7 @@ from bigvocab.errors import ConfigError
 from bigvocab.files import atomic_write_text, remove_stale_temporaries
 
 JOURNAL_NAME = "journal.json"
-VERSION = 1
+VERSION = 2
 #: Settings that say how a run is shown, not what it measures: they may differ between pieces.
 PRESENTATION_KEYS = ("out", "progress")
 
@@ -181,18 +181,20 @@ class BenchJournal:
         self._charge_and_write(f"memory V={vocab_size}")
 
     def limits(self) -> Optional[tuple[dict, dict]]:
-        """The matrix-multiply rate and bandwidths earlier pieces stored, or None before any."""
+        """The matrix-multiply rate and the bandwidths per V (``str(V)`` -> rates) earlier pieces
+        stored, or None before any."""
         matmul, bandwidth = self.state.get("matmul"), self.state.get("bandwidth")
         return None if matmul is None or bandwidth is None else (matmul, bandwidth)
 
     def best_limits(self, matmul: dict, bandwidth: dict) -> tuple[dict, dict]:
-        """The higher matrix-multiply rate and each higher bandwidth of these and the journal's;
-        stored as the journal's (their measurement is charged to the speed phase)."""
-        stored_matmul, stored_bandwidth = self.state.get("matmul"), self.state.get("bandwidth")
+        """The higher matrix-multiply rate and, for each V, each higher bandwidth of these and the
+        journal's; stored as the journal's (their measurement is charged to the speed phase)."""
+        stored_matmul, stored_bandwidth = self.state.get("matmul"), self.state.get("bandwidth") or {}
         if stored_matmul is not None and stored_matmul["best_gflops"] > matmul["best_gflops"]:
             matmul = stored_matmul
-        if stored_bandwidth is not None:
-            bandwidth = {key: max(value, stored_bandwidth.get(key, value)) for key, value in bandwidth.items()}
+        bandwidth = {**stored_bandwidth, **bandwidth}
+        for vocab, rates in stored_bandwidth.items():
+            bandwidth[vocab] = {key: max(value, rates.get(key, value)) for key, value in bandwidth[vocab].items()}
         self.state["matmul"], self.state["bandwidth"] = matmul, bandwidth
         self._charge_and_write("speed")
         return matmul, bandwidth

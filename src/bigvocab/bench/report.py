@@ -16,6 +16,7 @@ from bigvocab.bench import formatting as fmt
 from bigvocab.bench.config import BenchConfig
 from bigvocab.bench.operations import FIT_STEPS
 from bigvocab.bench.recommend import ON_VALIDATION, TOLERANCE
+from bigvocab.bench.roofline import MAX_PROBE_TABLE_BYTES, probe_table_mib
 from bigvocab.bench.rows import QualityRow, SpeedRow
 from bigvocab.bench.speed import WARMUP_BELOW_SECONDS
 from bigvocab.files import atomic_write_text
@@ -274,13 +275,21 @@ def matmul_table(matmul: dict) -> str:
     return _table(["Product (m x k x n)", "GFLOP/s"], lines)
 
 
-def bandwidth_table(bandwidth: dict) -> str:
-    names = {
-        "stream_gbps": "streaming copy",
-        "gather_gbps": "row gather (index_select)",
-        "scatter_gbps": "row scatter-add (index_add_)",
-    }
-    return _table(["Memory operation", "GB/s"], [[label, fmt.number(bandwidth[key])] for key, label in names.items()])
+def bandwidth_table(bandwidth: dict, hidden: int) -> str:
+    """The best bandwidths of the run for each V (``str(V)`` -> rates), gathers and scatters on a
+    table of that V's (V, H) weight size."""
+    lines = [
+        [
+            f"{int(vocab):,}",
+            fmt.number(probe_table_mib(int(vocab), hidden)),
+            fmt.number(rates["stream_gbps"]),
+            fmt.number(rates["gather_gbps"]),
+            fmt.number(rates["scatter_gbps"]),
+        ]
+        for vocab, rates in sorted(bandwidth.items(), key=lambda item: int(item[0]))
+    ]
+    headers = ["V", "table MiB", "streaming copy", "row gather (index_select)", "row scatter-add (index_add_)"]
+    return _table(headers, lines)
 
 
 def write_markdown(results: dict, config: BenchConfig, path: Path, *, plots: Optional[list[Path]] = None) -> Path:
@@ -298,7 +307,13 @@ def write_markdown(results: dict, config: BenchConfig, path: Path, *, plots: Opt
         parts += ["## Speed (raw)", _speed_caption(config), speed_table(speed)]
         parts += ["## Dense matrix-multiply rate", matmul_table(results["matmul"])]
         if results.get("bandwidth"):
-            parts += ["## Memory bandwidth", bandwidth_table(results["bandwidth"])]
+            parts += [
+                "## Memory bandwidth (GB/s)",
+                "Rows of H floats gathered from, and added into, random rows of a table with the (V, H) "
+                f"weight's size (at most {MAX_PROBE_TABLE_BYTES >> 30} GiB), measured before and after each V's "
+                "rows; the best of each.",
+                bandwidth_table(results["bandwidth"], config.hidden),
+            ]
     if quality:
         parts += ["## Quality (raw)", _quality_caption(config), quality_table(quality)]
     parts += ["## Machine", machine_table(results["machine"])]
@@ -364,8 +379,8 @@ def _speed_caption(config: BenchConfig) -> str:
         "step time / the best dense matmul rate measured below. "
         "% of roofline: the step's limit on this machine over its time, the limit being the larger of its "
         "compute time (required flops / matmul rate) and its memory time (declared bytes streamed / copy "
-        "bandwidth + declared bytes gathered as scattered rows / the slower of gather and scatter bandwidth, "
-        "measured below); 100% is the hardware limit."
+        "bandwidth + declared bytes gathered as scattered rows / the slower of gather and scatter bandwidth "
+        "on a table of the row's V, measured below); 100% is the hardware limit."
     )
 
 

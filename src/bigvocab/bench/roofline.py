@@ -15,11 +15,17 @@ layer's achieved rate (required flops / step time) is reported as a fraction of 
 
 Sampled and tree layers do little arithmetic per byte: their limit is memory traffic. The bench
 therefore also measures two bandwidths -- a streaming copy, and rows gathered (``index_select``)
-and scattered (``index_add_``) at random positions of a table larger than the caches -- and each
-step's *roofline* time is the larger of its compute time (required flops / matmul rate) and its
-memory time (streamed bytes / copy bandwidth + gathered bytes / gather-scatter bandwidth, from the
-layer's declared :class:`~bigvocab.outputs.cost.Cost`). ``roofline_fraction`` = roofline time /
-measured time: 1 is the hardware limit (Williams et al. 2009).
+and scattered (``index_add_``) at random positions of a table -- and each step's *roofline* time
+is the larger of its compute time (required flops / matmul rate) and its memory time (streamed
+bytes / copy bandwidth + gathered bytes / gather-scatter bandwidth, from the layer's declared
+:class:`~bigvocab.outputs.cost.Cost`). ``roofline_fraction`` = roofline time / measured time: 1 is
+the hardware limit (Williams et al. 2009).
+
+The gather table has the shape of the (V, H) weight the layers at that V gather from
+(:func:`probe_table_rows`), so each V gets its own bandwidths: rows come from the caches at
+V = 10k and from memory at V = 1M, and from a 1 GiB table they come slower than from a 128 MiB
+one (1.37x on the 2-core AMD EPYC, ``results/traffic-1m``), which a single probe table of a fixed
+size priced the same at every V.
 """
 
 from __future__ import annotations
@@ -36,6 +42,10 @@ from bigvocab.outputs.cost import Cost
 
 #: Columns of the skinny products: one chunk of the vocabulary, as the chunked softmax uses.
 CHUNK = 16_384
+
+#: The gather probe's table is at most this large (2 GiB), so that probing a V whose weight fits
+#: in memory only once, beside its layers, cannot exhaust it.
+MAX_PROBE_TABLE_BYTES = 1 << 31
 
 
 def matmul_shapes(hidden: int, batch: int, *, square: int = 2048) -> list[tuple[int, int, int]]:
@@ -106,6 +116,17 @@ def measure_bandwidth(
     return {**gbps, "gather_scatter_gbps": min(gbps["gather_gbps"], gbps["scatter_gbps"])}
 
 
+def probe_table_rows(vocab_size: int, width: int, element_size: int = 4) -> int:
+    """Rows of the gather probe's table at ``vocab_size``: the (V, width) weight's, at most
+    :data:`MAX_PROBE_TABLE_BYTES`."""
+    return max(1, min(vocab_size, MAX_PROBE_TABLE_BYTES // (width * element_size)))
+
+
+def probe_table_mib(vocab_size: int, width: int) -> float:
+    """MiB of the float32 gather probe's table at ``vocab_size``."""
+    return probe_table_rows(vocab_size, width) * width * 4 / 2**20
+
+
 def roofline_seconds(cost_flops: float, cost_bytes: float, gathered_bytes: float, machine: dict) -> float:
     """The larger of compute time and memory time of an operation on ``machine``
     (``{"best_gflops", "stream_gbps", "gather_scatter_gbps"}``); see the module docstring."""
@@ -116,17 +137,21 @@ def roofline_seconds(cost_flops: float, cost_bytes: float, gathered_bytes: float
     return max(compute, memory)
 
 
-def add_roofline_fractions(rows: list[SpeedRow], machine: dict) -> None:
+def add_roofline_fractions(rows: list[SpeedRow], best_gflops: float, bandwidth: dict[str, dict]) -> None:
     """``matmul_fraction`` (achieved rate / best matmul rate) and ``roofline_fraction`` (roofline
     time / step time) on every speed row with a cost, from the best rates of the run (known only at
-    its end: they are re-measured after every V and the best kept)."""
+    its end: they are re-measured after every V and the best kept); ``bandwidth`` maps each V
+    (``str(V)``) to the rates measured on its table (:func:`measure_bandwidth`), and a row whose V
+    has none gets no roofline."""
     for row in rows:
         if row.achieved_gflops is not None:
-            row.matmul_fraction = row.achieved_gflops / machine["best_gflops"]
+            row.matmul_fraction = row.achieved_gflops / best_gflops
         step_seconds = row.train_seconds
-        if row.required_bytes is not None and step_seconds:
+        rates = bandwidth.get(str(row.vocab_size))
+        if row.required_bytes is not None and step_seconds and rates is not None:
             limit = roofline_seconds(
-                row.required_flops, row.required_bytes, row.required_gathered_bytes or 0.0, machine
+                row.required_flops, row.required_bytes, row.required_gathered_bytes or 0.0,
+                {"best_gflops": best_gflops, **rates},
             )
             row.roofline_seconds = limit
             row.roofline_fraction = limit / step_seconds

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import time
 from pathlib import Path
 from typing import Optional, TextIO
 
@@ -19,7 +18,14 @@ from bigvocab.bench.plots import write_plots
 from bigvocab.bench.quality import quality_tasks, run_quality_task
 from bigvocab.bench.report import summarise, write_csv, write_json, write_markdown
 from bigvocab.bench.rows import SpeedRow
-from bigvocab.bench.roofline import add_roofline_fractions, matmul_shapes, measure_bandwidth, measure_matmul_rate
+from bigvocab.bench.roofline import (
+    add_roofline_fractions,
+    matmul_shapes,
+    measure_bandwidth,
+    measure_matmul_rate,
+    probe_table_mib,
+    probe_table_rows,
+)
 from bigvocab.bench.selection import select_candidates
 from bigvocab.bench.recommend import recommend
 from bigvocab.bench.speed import measure_vocab
@@ -163,9 +169,7 @@ def _speed_phase(
     else:
         matmul = measure_matmul_rate(shapes, device, seed=config.seed)
         printer.line(f"dense matmul rate: {matmul['best_gflops']:.1f} GFLOP/s (best of {len(shapes)} shapes)")
-        bandwidth = measure_bandwidth(device, seed=config.seed)
-        printer.line(_bandwidth_line(bandwidth))
-        matmul, bandwidth = journal.best_limits(matmul, bandwidth)
+        matmul, bandwidth = journal.best_limits(matmul, {})
     printer.line(
         f"\nspeed: H={config.hidden}, N={config.batch}, {config.repeats} paired repetitions\n{formatting.SPEED_HEADER}"
     )
@@ -173,6 +177,13 @@ def _speed_phase(
     def on_row(row: SpeedRow) -> None:
         journal.add_speed_row(row)
         printer.row(formatting.speed_line(row))
+
+    def probe(vocab_size: int) -> dict:
+        """Bandwidths on a table of this V's weight size (the journal keeps the best of each)."""
+        rows = probe_table_rows(vocab_size, config.hidden)
+        rates = measure_bandwidth(device, table_rows=rows, width=config.hidden, seed=config.seed)
+        printer.line(_bandwidth_line(vocab_size, config.hidden, rates))
+        return {str(vocab_size): rates}
 
     for vocab_size in config.vocab_sizes:
         done = journal.speed_rows(vocab_size)
@@ -182,6 +193,7 @@ def _speed_phase(
                 printer.row(formatting.speed_line(row))
             results["speed"] += rows
             continue
+        matmul, bandwidth = journal.best_limits(matmul, probe(vocab_size))
         memory = journal.memory(vocab_size)
         if memory is None:
             memory = measure_memory(memory_spec(config, candidates, vocab_size)) if config.measure_memory else {}
@@ -194,17 +206,16 @@ def _speed_phase(
                 f"V={vocab_size:,}: log_softmax and topk timed on {eval_rows} rows instead of {config.batch} "
                 f"(N' x V floats capped at {config.max_eval_elements:,})"
             )
-        # The machine's rate drifts with its load: re-measured after each V, the best one is the limit.
+        # The machine's rates drift with its load: measured again after each V, the best are the limits.
         again = measure_matmul_rate(shapes, device, seed=config.seed)
         if again["best_gflops"] > matmul["best_gflops"]:
             matmul = again
-        again = measure_bandwidth(device, seed=config.seed)
-        bandwidth = {key: max(value, again[key]) for key, value in bandwidth.items()}
-        matmul, bandwidth = journal.best_limits(matmul, bandwidth)
+        matmul, bandwidth = journal.best_limits(matmul, probe(vocab_size))
     results["matmul"], results["bandwidth"] = matmul, bandwidth
-    add_roofline_fractions(results["speed"], {"best_gflops": matmul["best_gflops"], **bandwidth})
+    add_roofline_fractions(results["speed"], matmul["best_gflops"], bandwidth)
     printer.line(f"best dense matmul rate of the run: {matmul['best_gflops']:.1f} GFLOP/s")
-    printer.line("best " + _bandwidth_line(bandwidth))
+    for key, rates in bandwidth.items():
+        printer.line("best " + _bandwidth_line(int(key), config.hidden, rates))
 
 
 def _word2vec_phase(config: BenchConfig, printer: _Printer, journal: BenchJournal) -> dict:
@@ -217,10 +228,10 @@ def _word2vec_phase(config: BenchConfig, printer: _Printer, journal: BenchJourna
     return rows
 
 
-def _bandwidth_line(bandwidth: dict) -> str:
+def _bandwidth_line(vocab_size: int, width: int, rates: dict) -> str:
     return (
-        f"memory bandwidth: stream {bandwidth['stream_gbps']:.1f} GB/s, gather {bandwidth['gather_gbps']:.1f} GB/s, "
-        f"scatter {bandwidth['scatter_gbps']:.1f} GB/s"
+        f"memory bandwidth for V={vocab_size:,} (a {probe_table_mib(vocab_size, width):,.0f} MiB table): stream "
+        f"{rates['stream_gbps']:.1f} GB/s, gather {rates['gather_gbps']:.1f} GB/s, scatter {rates['scatter_gbps']:.1f} GB/s"
     )
 
 
