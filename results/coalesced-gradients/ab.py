@@ -1,0 +1,62 @@
+"""Training steps with ``gather_rows``' sparse gradients marked coalesced when their ids strictly
+increase (the library) or never marked (the code before), alternating in one process.
+
+    THP_MEM_ALLOC_ENABLE=1 python results/coalesced-gradients/ab.py 1000000 sgd 'nce,hsm[balanced],hsm[huffman],sampled,neg'       # ab-1m-sgd.log
+    THP_MEM_ALLOC_ENABLE=1 python results/coalesced-gradients/ab.py 1000000 adagrad 'nce,hsm[balanced],hsm[huffman],sampled,neg'   # ab-1m-adagrad.log
+
+The bench's workload (H = 256, N = 1024, Zipf counts and targets) with the bench's SGD or
+``torch.optim.Adagrad`` (lr 0.1); first one step of each variant from the same parameters and
+seed, whose losses and gradients must agree exactly; then the bench's paired timing (20
+repetitions of the mean of 5 steps, order alternating). Prints each variant's median time per
+step and the median (and quartiles) of the ratios (above 1: marking faster).
+"""
+from __future__ import annotations
+
+import copy
+import sys
+from pathlib import Path
+
+import torch
+
+from bigvocab.bench.operations import make_optimizer
+from bigvocab.outputs import functional
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from ab_steps import bench_layer, paired_steps  # noqa: E402  (results/ab_steps.py)
+
+LIBRARY = functional.distinct_and_sorted
+
+
+def use(variant: str) -> None:
+    functional.distinct_and_sorted = LIBRARY if variant == "marked" else (lambda ids: False)
+
+
+def step_result(layer: torch.nn.Module, work, variant: str) -> list[torch.Tensor]:
+    use(variant)
+    layer = copy.deepcopy(layer)
+    torch.manual_seed(1)
+    loss = layer.loss(work.hidden, work.target)
+    loss.backward()
+    return [loss.detach()] + [p.grad.to_dense() if p.grad.is_sparse else p.grad
+                              for p in layer.parameters() if p.grad is not None]
+
+
+def main() -> None:
+    vocab, optimizer_name, names = int(sys.argv[1]), sys.argv[2], sys.argv[3].split(",")
+    for name in names:
+        layer, work = bench_layer(name, vocab)
+        for before, after in zip(step_result(layer, work, "unmarked"), step_result(layer, work, "marked")):
+            assert torch.equal(before, after), f"{name}: the two variants must compute the same step"
+        if optimizer_name == "sgd":
+            optimizer = make_optimizer(layer)
+        else:
+            optimizer = torch.optim.Adagrad([p for p in layer.parameters() if p.requires_grad], lr=0.1)
+        summary = paired_steps(layer, optimizer, work, use, "unmarked", "marked")
+        print(f"V={vocab} {optimizer_name} {name}: unmarked {summary.reference_seconds * 1e3:.2f} ms, marked "
+              f"{summary.candidate_seconds * 1e3:.2f} ms, paired ratio {summary.median:.3f} "
+              f"[{summary.q1:.3f}-{summary.q3:.3f}]", flush=True)
+        use("marked")
+
+
+if __name__ == "__main__":
+    main()
