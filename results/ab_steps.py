@@ -1,11 +1,14 @@
 """Helpers for the results folders' scripts that time one layer's training step: the bench's
-layer and workload from a row name (:func:`bench_layer`), and an in-process A/B of two variants
+layer and workload from a row name (:func:`bench_layer`), an in-process A/B of two variants
 of the library (:func:`paired_steps`): ``switch(name)`` puts a variant in place (by setting module
 attributes), and the bench's own paired timing (:func:`bigvocab.bench.timing.paired_timings`)
-alternates them.
+alternates them; a check that two variants compute the same step (:func:`assert_same_step`); its
+line of output (:func:`print_pair`); and steps timed one by one (:func:`step_times`).
 """
 from __future__ import annotations
 
+import copy
+import time
 from typing import Callable
 
 import torch
@@ -60,3 +63,36 @@ def paired_steps(
     before, after = paired_timings(step(reference), step(candidate), reference_inner=steps,
                                    candidate_inner=steps, repeats=repeats, device=torch.device("cpu"))
     return paired_speedup(before, after)
+
+
+def print_pair(label: str, reference: str, candidate: str, summary: RatioSummary) -> None:
+    """One line: each variant's median seconds per step and the median ratio [quartiles]."""
+    print(f"{label}: {reference} {summary.reference_seconds * 1e3:.2f} ms, {candidate} "
+          f"{summary.candidate_seconds * 1e3:.2f} ms, paired ratio {summary.median:.3f} "
+          f"[{summary.q1:.3f}-{summary.q3:.3f}]", flush=True)
+
+
+def step_times(layer: torch.nn.Module, optimizer: torch.optim.Optimizer, work: Workload, count: int) -> list[float]:
+    """Seconds of each of ``count`` training steps, timed one by one."""
+    times = []
+    for _ in range(count):
+        start = time.perf_counter()
+        training_step(layer, optimizer, work)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def assert_same_step(layer: torch.nn.Module, work: Workload, switch: Callable[[str], None], *variants: str) -> None:
+    """One step of a copy of ``layer`` under each variant, from the same seed: the losses and the
+    parameters' gradients must be equal, exactly."""
+    results = []
+    for variant in variants:
+        switch(variant)
+        copied = copy.deepcopy(layer)
+        torch.manual_seed(1)
+        loss = copied.loss(work.hidden, work.target)
+        loss.backward()
+        grads = [p.grad.to_dense() if p.grad.is_sparse else p.grad for p in copied.parameters() if p.grad is not None]
+        results.append([loss.detach(), *grads])
+    for other in results[1:]:
+        assert all(torch.equal(a, b) for a, b in zip(results[0], other)), f"{variants} must compute the same step"

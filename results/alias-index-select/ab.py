@@ -23,7 +23,7 @@ from bigvocab.factory import create_output
 from bigvocab.samplers import alias
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from ab_steps import paired_steps  # noqa: E402  (results/ab_steps.py)
+from ab_steps import paired_steps, print_pair  # noqa: E402  (results/ab_steps.py)
 
 N, H, ROUNDS, STEPS = 1024, 256, 20, 5
 
@@ -60,9 +60,7 @@ def main() -> None:
         assert torch.equal(*draws), "the two lookups must draw the same ids"
         summary = paired_steps(layer, make_optimizer(layer), work, use, "table[ids]", "index_select",
                                repeats=ROUNDS, steps=STEPS)
-        print(f"V={vocab} {name}: table[ids] {summary.reference_seconds * 1e3:.2f} ms, index_select "
-              f"{summary.candidate_seconds * 1e3:.2f} ms, paired ratio {summary.median:.3f} "
-              f"[{summary.q1:.3f}-{summary.q3:.3f}]", flush=True)
+        print_pair(f"V={vocab} {name}", "table[ids]", "index_select", summary)
         use("index_select")
 
 

@@ -18,18 +18,9 @@ from pathlib import Path
 from bigvocab.bench.operations import make_optimizer, training_step
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from ab_steps import bench_layer  # noqa: E402  (results/ab_steps.py)
+from ab_steps import bench_layer, step_times  # noqa: E402  (results/ab_steps.py)
 
 STEPS = 30
-
-
-def step_times(layer, optimizer, work, count: int) -> list[float]:
-    times = []
-    for _ in range(count):
-        start = time.perf_counter()
-        training_step(layer, optimizer, work)
-        times.append(time.perf_counter() - start)
-    return times
 
 
 def main() -> None:

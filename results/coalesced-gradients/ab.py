@@ -12,7 +12,6 @@ step and the median (and quartiles) of the ratios (above 1: marking faster).
 """
 from __future__ import annotations
 
-import copy
 import sys
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from bigvocab.bench.operations import make_optimizer
 from bigvocab.outputs import functional
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from ab_steps import bench_layer, paired_steps  # noqa: E402  (results/ab_steps.py)
+from ab_steps import assert_same_step, bench_layer, paired_steps, print_pair  # noqa: E402  (results/ab_steps.py)
 
 LIBRARY = functional.distinct_and_sorted
 
@@ -31,30 +30,17 @@ def use(variant: str) -> None:
     functional.distinct_and_sorted = LIBRARY if variant == "marked" else (lambda ids: False)
 
 
-def step_result(layer: torch.nn.Module, work, variant: str) -> list[torch.Tensor]:
-    use(variant)
-    layer = copy.deepcopy(layer)
-    torch.manual_seed(1)
-    loss = layer.loss(work.hidden, work.target)
-    loss.backward()
-    return [loss.detach()] + [p.grad.to_dense() if p.grad.is_sparse else p.grad
-                              for p in layer.parameters() if p.grad is not None]
-
-
 def main() -> None:
     vocab, optimizer_name, names = int(sys.argv[1]), sys.argv[2], sys.argv[3].split(",")
     for name in names:
         layer, work = bench_layer(name, vocab)
-        for before, after in zip(step_result(layer, work, "unmarked"), step_result(layer, work, "marked")):
-            assert torch.equal(before, after), f"{name}: the two variants must compute the same step"
+        assert_same_step(layer, work, use, "unmarked", "marked")
         if optimizer_name == "sgd":
             optimizer = make_optimizer(layer)
         else:
             optimizer = torch.optim.Adagrad([p for p in layer.parameters() if p.requires_grad], lr=0.1)
         summary = paired_steps(layer, optimizer, work, use, "unmarked", "marked")
-        print(f"V={vocab} {optimizer_name} {name}: unmarked {summary.reference_seconds * 1e3:.2f} ms, marked "
-              f"{summary.candidate_seconds * 1e3:.2f} ms, paired ratio {summary.median:.3f} "
-              f"[{summary.q1:.3f}-{summary.q3:.3f}]", flush=True)
+        print_pair(f"V={vocab} {optimizer_name} {name}", "unmarked", "marked", summary)
         use("marked")
 
 

@@ -17,7 +17,7 @@ from bigvocab.bench.operations import make_optimizer
 from bigvocab.outputs import kernel_threads
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from ab_steps import bench_layer, paired_steps  # noqa: E402  (results/ab_steps.py)
+from ab_steps import bench_layer, paired_steps, print_pair  # noqa: E402  (results/ab_steps.py)
 
 THRESHOLDS = {"2**23": 2**23, "2**20": 2**20}
 
@@ -31,9 +31,7 @@ def main() -> None:
     for name in names:
         layer, work = bench_layer(name, vocab)
         summary = paired_steps(layer, make_optimizer(layer), work, use, "2**23", "2**20")
-        print(f"V={vocab} {name}: 2**23 {summary.reference_seconds * 1e3:.2f} ms, 2**20 "
-              f"{summary.candidate_seconds * 1e3:.2f} ms, paired ratio {summary.median:.3f} "
-              f"[{summary.q1:.3f}-{summary.q3:.3f}]", flush=True)
+        print_pair(f"V={vocab} {name}", "2**23", "2**20", summary)
         use("2**23")
 
 

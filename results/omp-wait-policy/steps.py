@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import statistics
 import sys
-import time
 from pathlib import Path
 
-from bigvocab.bench.operations import make_optimizer, training_step
+from bigvocab.bench.operations import make_optimizer
 from bigvocab.outputs import kernel_threads
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from ab_steps import bench_layer  # noqa: E402  (results/ab_steps.py)
+from ab_steps import bench_layer, step_times  # noqa: E402  (results/ab_steps.py)
 
 
 def main() -> None:
@@ -25,13 +24,8 @@ def main() -> None:
         kernel_threads.MIN_WORK_PER_THREAD = int(sys.argv[3])
     layer, work = bench_layer(spec, vocab)
     optimizer = make_optimizer(layer)
-    for _ in range(5):
-        training_step(layer, optimizer, work)
-    times = []
-    for _ in range(30):
-        start = time.perf_counter()
-        training_step(layer, optimizer, work)
-        times.append(time.perf_counter() - start)
+    step_times(layer, optimizer, work, 5)
+    times = step_times(layer, optimizer, work, 30)
     print(f"{statistics.median(times) * 1e3:.3f}")
 
 
