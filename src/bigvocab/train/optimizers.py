@@ -17,6 +17,7 @@ from torch.optim.adagrad import adagrad as functional_adagrad
 
 from bigvocab.errors import ConfigError
 from bigvocab.registry import Registry
+from bigvocab.train.sparse_rows import rows_are_distinct
 
 if TYPE_CHECKING:
     from bigvocab.train.config import TrainConfig
@@ -189,15 +190,18 @@ def clip_grad_norm(params: Iterable[nn.Parameter], max_norm: float) -> float:
     norm before clipping.
 
     Works with sparse gradients: an uncoalesced COO gradient may list a row several times (one
-    entry per occurrence in the batch), and its norm is that of the *summed* rows, so sparse
-    gradients are coalesced before their values enter the norm.
+    entry per occurrence in the batch), and its norm is that of the *summed* rows, so such a
+    gradient is coalesced before its values enter the norm; one whose rows are distinct already
+    (every sampling and tree layer's, :func:`~bigvocab.train.sparse_rows.rows_are_distinct`) is
+    used as it is.
     """
     grads = []
     for param in params:
         if param.grad is None:
             continue
         if param.grad.is_sparse:
-            param.grad = param.grad.coalesce()
+            if not rows_are_distinct(param.grad):
+                param.grad = param.grad.coalesce()
             grads.append(param.grad._values())
         else:
             grads.append(param.grad)

@@ -21,6 +21,7 @@ from numba import njit
 from torch import Tensor
 
 from bigvocab.outputs.kernel_threads import run_in_ranges
+from bigvocab.train.sparse_rows import rows_are_distinct
 
 
 # error_model="numpy": a division by zero gives inf (as torch) instead of raising, which also lets
@@ -59,15 +60,13 @@ def adagrad_rows(param: Tensor, sums: Tensor, grad: Tensor, rate: float, eps: fl
     """One Adagrad step, in place, of the rows of ``param`` (V, ...) and its squared-gradient sums
     ``sums`` (same shape) that the sparse ``grad`` touches (see :func:`compiled_adagrad_applies`).
 
-    A gradient with repeated rows is coalesced first, as torch does. One whose rows strictly
-    increase (``gather_rows`` of ``distinct_ids``' output: every sampling and tree layer's) is
-    used as it is, though autograd stores it unflagged: one comparison per row instead of
-    ``coalesce``'s sort and copy of the values.
+    A gradient with repeated rows is coalesced first, as torch does; one whose rows strictly
+    increase (every sampling and tree layer's) is used as it is
+    (:func:`~bigvocab.train.sparse_rows.rows_are_distinct`).
     """
-    rows = grad._indices()[0]
-    if not (grad.is_coalesced() or bool((rows[1:] > rows[:-1]).all())):
+    if not rows_are_distinct(grad):
         grad = grad.coalesce()
-        rows = grad._indices()[0]
+    rows = grad._indices()[0]
     if rows.numel() == 0:
         return
     rows = rows.contiguous().numpy()
