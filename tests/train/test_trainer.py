@@ -17,7 +17,6 @@ from bigram_stub import BigramStub
 from bigvocab.checkpoint import load_checkpoint
 from bigvocab.errors import ConfigError, DataError, NonFiniteError, RunLockedError, TrainingInterrupted
 from bigvocab.train import OPTIMIZERS, Trainer, TrainConfig, build_optimizers, clip_grad_norm, make_schedule
-from bigvocab.train.sparse_rows import rows_are_distinct
 
 QUIET = dict(progress=False, batch_size=32)
 
@@ -177,16 +176,6 @@ def test_clip_grad_norm_uses_a_gradient_with_distinct_sorted_rows_as_it_is():
     assert clip_grad_norm([param], 1.5) == pytest.approx(float(expected), rel=1e-6)
     assert param.grad is grad  # not coalesced into a copy
     torch.testing.assert_close(param.grad.to_dense(), reference.grad)
-
-
-@pytest.mark.parametrize("indices, distinct", [
-    ([[0, 2, 7]], True), ([[4]], True), ([[2, 2]], False), ([[3, 1]], False), ([[0, 1], [1, 0]], False),
-])
-def test_rows_are_distinct_only_for_strictly_increasing_rows(indices, distinct):
-    index = torch.tensor(indices)
-    values = torch.ones(index.shape[1], 2) if index.shape[0] == 1 else torch.ones(index.shape[1])
-    size = (8, 2) if index.shape[0] == 1 else (8, 8)
-    assert rows_are_distinct(torch.sparse_coo_tensor(index, values, size)) is distinct
 
 
 # ------------------------------------------------------------------------------ schedules

@@ -16,6 +16,7 @@ from torch import Tensor, nn
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.cost import Cost
 from bigvocab.outputs.engine import EngineTables
+from bigvocab.outputs.sparse_grads import mark_distinct_rows
 from bigvocab.registry import OUTPUTS, keyword_options
 from bigvocab.validation import check_positive_int
 
@@ -148,6 +149,8 @@ class OutputLayer(nn.Module):
         """
         if reduction not in REDUCTIONS:
             raise ConfigError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+        if torch.is_grad_enabled():
+            mark_distinct_rows(self.sparse_parameters())
         flat_hidden, flat_target, lead = self._flatten(hidden, target)
         flat_context = None if context is None else self._flatten_ids("context", context, lead, hidden.device)
         per_example = self._loss(flat_hidden, flat_target, flat_context)

@@ -17,7 +17,7 @@ from torch.optim.adagrad import adagrad as functional_adagrad
 
 from bigvocab.errors import ConfigError
 from bigvocab.registry import Registry
-from bigvocab.train.sparse_rows import rows_are_distinct
+from bigvocab.outputs.sparse_grads import rows_are_distinct
 
 if TYPE_CHECKING:
     from bigvocab.train.config import TrainConfig
@@ -192,7 +192,7 @@ def clip_grad_norm(params: Iterable[nn.Parameter], max_norm: float) -> float:
     Works with sparse gradients: an uncoalesced COO gradient may list a row several times (one
     entry per occurrence in the batch), and its norm is that of the *summed* rows, so such a
     gradient is coalesced before its values enter the norm; one whose rows are distinct already
-    (every sampling and tree layer's, :func:`~bigvocab.train.sparse_rows.rows_are_distinct`) is
+    (every sampling and tree layer's, :func:`~bigvocab.outputs.sparse_grads.rows_are_distinct`) is
     used as it is.
     """
     grads = []

@@ -21,7 +21,7 @@ from numba import njit
 from torch import Tensor
 
 from bigvocab.outputs.kernel_threads import run_in_ranges
-from bigvocab.train.sparse_rows import rows_are_distinct
+from bigvocab.outputs.sparse_grads import rows_are_distinct
 
 
 # error_model="numpy": a division by zero gives inf (as torch) instead of raising, which also lets
@@ -62,7 +62,7 @@ def adagrad_rows(param: Tensor, sums: Tensor, grad: Tensor, rate: float, eps: fl
 
     A gradient with repeated rows is coalesced first, as torch does; one whose rows strictly
     increase (every sampling and tree layer's) is used as it is
-    (:func:`~bigvocab.train.sparse_rows.rows_are_distinct`).
+    (:func:`~bigvocab.outputs.sparse_grads.rows_are_distinct`).
     """
     if not rows_are_distinct(grad):
         grad = grad.coalesce()

@@ -1,0 +1,51 @@
+"""Sparse gradients whose rows are distinct and sorted: recognised, and marked coalesced.
+
+Every sampling and tree layer builds the sparse gradient of its (V, H) weight (and of its bias)
+from the sorted, distinct ids ``distinct_ids`` gives, so that gradient is coalesced in fact; but
+autograd's gradient accumulator stores it without the mark, even when the function that returned
+it set the mark (``results/coalesced-gradients``). Unmarked, its users pay for it: ``coalesce``
+(``torch.optim.Adagrad``, ``SparseAdam``) sorts and copies the values, 4.6-4.8 ms for 12.4k rows
+of 256 at V = 1M, and SGD's update of a (V,) bias took 0.43-0.53 ms against 0.04 ms marked.
+
+:func:`rows_are_distinct` tells such a gradient by one comparison per row; :func:`mark_distinct_rows`
+hooks a layer's sparse parameters so that, after each backward, a gradient that passes it is
+stored marked.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+import torch
+from torch import Tensor, nn
+
+#: The attribute that says a parameter is hooked. It lives on the parameter, with its hooks: a
+#: copy of a layer made without them (``copy.deepcopy``) is hooked again on its first loss.
+_HOOKED = "_bigvocab_marks_distinct_rows"
+
+
+def rows_are_distinct(grad: Tensor) -> bool:
+    """True when the sparse COO ``grad`` is marked coalesced, or has one sparse dimension whose
+    indices strictly increase (each row listed once, in order), as a coalesced tensor's do."""
+    if grad.is_coalesced():
+        return True
+    if grad.sparse_dim() != 1:
+        return False
+    rows = grad._indices()[0]
+    return rows.numel() < 2 or bool((rows[1:] > rows[:-1]).all())
+
+
+def mark_distinct_rows(params: Iterable[nn.Parameter]) -> None:
+    """Hook each parameter (once) so that a sparse gradient accumulated into its ``.grad`` whose
+    rows are distinct and sorted is stored marked coalesced (the same indices and values)."""
+    for param in params:
+        if param.requires_grad and not getattr(param, _HOOKED, False):
+            param.register_post_accumulate_grad_hook(_mark)
+            setattr(param, _HOOKED, True)
+
+
+def _mark(param: nn.Parameter) -> None:
+    grad = param.grad
+    if grad is not None and grad.is_sparse and not grad.is_coalesced() and rows_are_distinct(grad):
+        param.grad = torch.sparse_coo_tensor(
+            grad._indices(), grad._values(), grad.shape, check_invariants=False, is_coalesced=True
+        )
