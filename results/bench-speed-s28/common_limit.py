@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bigvocab.bench.roofline import roofline_seconds
+from held_to import rows_held_to
 
 HERE = Path(__file__).resolve().parent
 RUNS = {"first (d34ad39)": HERE / "results.json", "second (d34ad39)": HERE / "second-1m" / "results.json",
@@ -26,14 +26,9 @@ def main() -> None:
     for name, run in runs.items():
         own = run["bandwidth"][KEY]
         print(f"\n{name}: its own limit gather {own['gather_gbps']:.1f} GB/s, matmul {run['matmul']['best_gflops']:.1f} GFLOP/s")
-        for row in run["speed"]:
-            if row["vocab_size"] != int(KEY) or row["roofline_fraction"] is None:
-                continue
-            step = row["roofline_seconds"] / row["roofline_fraction"]
-            common = roofline_seconds(row["required_flops"], row["required_bytes"], row["required_gathered_bytes"], machine)
+        for row, step, fraction in rows_held_to(run, machine, int(KEY)):
             print(f"  {row['approach']:<18} step {step * 1e3:9.2f} ms  {row['roofline_fraction']:6.1%} of its own "
-                  f"limit, {common / step:6.1%} of the common one")
-
+                  f"limit, {fraction:6.1%} of the common one")
 
 if __name__ == "__main__":
     main()

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import torch
 
-from bigvocab.bench.roofline import measure_bandwidth, roofline_seconds
+from bigvocab.bench.roofline import measure_bandwidth
+from held_to import rows_held_to
 
 RUN = Path(__file__).resolve().parent / "results.json"
 
@@ -27,14 +28,9 @@ def main() -> None:
     for vocab, rates in run["bandwidth"].items():
         print(f"this run's probe at V={int(vocab):,}: " + ", ".join(f"{k} {v:.1f}" for k, v in rates.items()))
     machine = {"best_gflops": run["matmul"]["best_gflops"], **old}
-    for row in run["speed"]:
-        if row["roofline_fraction"] is None:
-            continue
-        step = row["roofline_seconds"] / row["roofline_fraction"]
-        before = roofline_seconds(row["required_flops"], row["required_bytes"], row["required_gathered_bytes"], machine)
+    for row, step, fraction in rows_held_to(run, machine):
         print(f"V={row['vocab_size']:>9,} {row['approach']:<18} step {step * 1e3:9.2f} ms: "
-              f"{row['roofline_fraction']:6.1%} of the roofline (this run), {before / step:6.1%} with the old probe")
-
+              f"{row['roofline_fraction']:6.1%} of the roofline (this run), {fraction:6.1%} with the old probe")
 
 if __name__ == "__main__":
     main()
