@@ -73,6 +73,15 @@ def test_a_gradient_that_repeats_rows_is_left_unmarked():
     assert weight.grad.is_coalesced()
 
 
+def test_a_gradient_on_another_device_is_left_alone_without_waiting_for_it():
+    # "meta" stands in for a GPU: reading a comparison's result there raises, as on CUDA it would wait.
+    weight = torch.nn.Parameter(torch.empty(10, 3, device="meta"))
+    weight.grad = torch.sparse_coo_tensor(torch.tensor([[1, 4]], device="meta"), torch.ones(2, 3, device="meta"),
+                                          (10, 3), check_invariants=False)
+    sparse_grads._mark(weight)
+    assert not weight.grad.is_coalesced()
+
+
 def test_a_copy_of_a_layer_is_hooked_on_its_first_loss():
     layer, hidden, target = layer_and_batch("nce")
     layer.loss(hidden, target).backward()

@@ -35,8 +35,9 @@ def rows_are_distinct(grad: Tensor) -> bool:
 
 
 def mark_distinct_rows(params: Iterable[nn.Parameter]) -> None:
-    """Hook each parameter (once) so that a sparse gradient accumulated into its ``.grad`` whose
-    rows are distinct and sorted is stored marked coalesced (the same indices and values)."""
+    """Hook each parameter (once) so that a sparse CPU gradient accumulated into its ``.grad`` whose
+    rows are distinct and sorted is stored marked coalesced (the same indices and values). Other
+    devices are left alone: the test would make every backward wait for the device."""
     for param in params:
         if param.requires_grad and not getattr(param, _HOOKED, False):
             param.register_post_accumulate_grad_hook(_mark)
@@ -45,7 +46,8 @@ def mark_distinct_rows(params: Iterable[nn.Parameter]) -> None:
 
 def _mark(param: nn.Parameter) -> None:
     grad = param.grad
-    if grad is not None and grad.is_sparse and not grad.is_coalesced() and rows_are_distinct(grad):
+    if (grad is not None and grad.is_sparse and grad.device.type == "cpu" and not grad.is_coalesced()
+            and rows_are_distinct(grad)):
         param.grad = torch.sparse_coo_tensor(
             grad._indices(), grad._values(), grad.shape, check_invariants=False, is_coalesced=True
         )
