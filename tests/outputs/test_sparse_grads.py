@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import io
 
 import pytest
 import torch
@@ -82,10 +83,22 @@ def test_a_gradient_on_another_device_is_left_alone_without_waiting_for_it():
     assert not weight.grad.is_coalesced()
 
 
-def test_a_copy_of_a_layer_is_hooked_on_its_first_loss():
+def deep_copy(layer):
+    return copy.deepcopy(layer)
+
+
+def saved_and_loaded(layer):
+    buffer = io.BytesIO()
+    torch.save(layer, buffer)
+    buffer.seek(0)
+    return torch.load(buffer, weights_only=False)
+
+
+@pytest.mark.parametrize("copy_of", [deep_copy, saved_and_loaded])
+def test_a_copy_of_a_layer_is_hooked_on_its_first_loss(copy_of):
     layer, hidden, target = layer_and_batch("nce")
     layer.loss(hidden, target).backward()
-    copied = copy.deepcopy(layer)
+    copied = copy_of(layer)
     copied.zero_grad(set_to_none=True)
     copied.loss(hidden, target).backward()
     assert copied.scorer.weight.grad.is_coalesced()

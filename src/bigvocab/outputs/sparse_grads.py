@@ -18,10 +18,6 @@ from typing import Iterable
 import torch
 from torch import Tensor, nn
 
-#: The attribute that says a parameter is hooked. It lives on the parameter, with its hooks: a
-#: copy of a layer made without them (``copy.deepcopy``) is hooked again on its first loss.
-_HOOKED = "_bigvocab_marks_distinct_rows"
-
 
 def rows_are_distinct(grad: Tensor) -> bool:
     """True when the sparse COO ``grad`` is marked coalesced, or has one sparse dimension whose
@@ -39,9 +35,11 @@ def mark_distinct_rows(params: Iterable[nn.Parameter]) -> None:
     rows are distinct and sorted is stored marked coalesced (the same indices and values). Other
     devices are left alone: the test would make every backward wait for the device."""
     for param in params:
-        if param.requires_grad and not getattr(param, _HOOKED, False):
+        # The parameter's own hooks say whether it is hooked: a copy that lost them
+        # (``copy.deepcopy``, ``torch.save`` of the whole layer) is hooked again on its first loss.
+        hooks = param._post_accumulate_grad_hooks or {}
+        if param.requires_grad and _mark not in hooks.values():
             param.register_post_accumulate_grad_hook(_mark)
-            setattr(param, _HOOKED, True)
 
 
 def _mark(param: nn.Parameter) -> None:
