@@ -3,9 +3,9 @@ parameter's ``.grad`` still marked? One backward of ``nce`` at V = 100k (the ben
 with ``marked-gradients.patch`` applied: the parameter's gradient hook sees each gradient as the
 function returned it, ``.grad`` holds what autograd's accumulation stored.
 
-    git apply results/coalesced-gradients/marked-gradients.patch
-    python results/coalesced-gradients/flag_lost.py   # flag_lost.log
-    git apply -R results/coalesced-gradients/marked-gradients.patch
+    git worktree add --detach /tmp/marked eeb492a   # the patch applies to the code of that commit
+    (cd /tmp/marked && git apply results/coalesced-gradients/marked-gradients.patch)
+    PYTHONPATH=/tmp/marked/src python results/coalesced-gradients/flag_lost.py   # flag_lost.log
 """
 from __future__ import annotations
 

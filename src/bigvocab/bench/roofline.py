@@ -46,6 +46,7 @@ CHUNK = 16_384
 #: The gather probe's table is at most this large (2 GiB), so that probing a V whose weight fits
 #: in memory only once, beside its layers, cannot exhaust it.
 MAX_PROBE_TABLE_BYTES = 1 << 31
+_FLOAT32_BYTES = 4
 
 
 def matmul_shapes(hidden: int, batch: int, *, square: int = 2048) -> list[tuple[int, int, int]]:
@@ -116,15 +117,15 @@ def measure_bandwidth(
     return {**gbps, "gather_scatter_gbps": min(gbps["gather_gbps"], gbps["scatter_gbps"])}
 
 
-def probe_table_rows(vocab_size: int, width: int, element_size: int = 4) -> int:
-    """Rows of the gather probe's table at ``vocab_size``: the (V, width) weight's, at most
-    :data:`MAX_PROBE_TABLE_BYTES`."""
-    return max(1, min(vocab_size, MAX_PROBE_TABLE_BYTES // (width * element_size)))
+def probe_table_rows(vocab_size: int, width: int) -> int:
+    """Rows of the (float32) gather probe's table at ``vocab_size``: the (V, width) weight's, at
+    most :data:`MAX_PROBE_TABLE_BYTES`."""
+    return max(1, min(vocab_size, MAX_PROBE_TABLE_BYTES // (width * _FLOAT32_BYTES)))
 
 
 def probe_table_mib(vocab_size: int, width: int) -> float:
-    """MiB of the float32 gather probe's table at ``vocab_size``."""
-    return probe_table_rows(vocab_size, width) * width * 4 / 2**20
+    """MiB of the gather probe's table at ``vocab_size``."""
+    return probe_table_rows(vocab_size, width) * width * _FLOAT32_BYTES / 2**20
 
 
 def roofline_seconds(cost_flops: float, cost_bytes: float, gathered_bytes: float, machine: dict) -> float:

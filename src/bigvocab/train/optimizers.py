@@ -16,8 +16,8 @@ from torch import Tensor, nn
 from torch.optim.adagrad import adagrad as functional_adagrad
 
 from bigvocab.errors import ConfigError
-from bigvocab.registry import Registry
 from bigvocab.outputs.sparse_grads import rows_are_distinct
+from bigvocab.registry import Registry
 
 if TYPE_CHECKING:
     from bigvocab.train.config import TrainConfig
