@@ -82,9 +82,12 @@ def step_times(layer: torch.nn.Module, optimizer: torch.optim.Optimizer, work: W
     return times
 
 
-def assert_same_step(layer: torch.nn.Module, work: Workload, switch: Callable[[str], None], *variants: str) -> None:
+def assert_same_step(
+    layer: torch.nn.Module, work: Workload, switch: Callable[[str], None], *variants: str, exact: bool = True
+) -> None:
     """One step of a copy of ``layer`` under each variant, from the same seed: the losses and the
-    parameters' gradients must be equal, exactly."""
+    parameters' gradients must be equal, exactly (or, not ``exact``, to float32 rounding: variants
+    that sum in another order)."""
     results = []
     for variant in variants:
         switch(variant)
@@ -95,4 +98,5 @@ def assert_same_step(layer: torch.nn.Module, work: Workload, switch: Callable[[s
         grads = [p.grad.to_dense() if p.grad.is_sparse else p.grad for p in copied.parameters() if p.grad is not None]
         results.append([loss.detach(), *grads])
     for other in results[1:]:
-        assert all(torch.equal(a, b) for a, b in zip(results[0], other)), f"{variants} must compute the same step"
+        same = torch.equal if exact else (lambda a, b: torch.allclose(a, b, rtol=1e-4, atol=1e-6))
+        assert all(same(a, b) for a, b in zip(results[0], other)), f"{variants} must compute the same step"

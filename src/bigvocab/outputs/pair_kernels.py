@@ -30,11 +30,12 @@ from bigvocab.word2vec.kernels import FAST
 
 @njit(nogil=True, cache=True, fastmath=FAST, inline="always")
 def _dot(a: np.ndarray, b: np.ndarray) -> float:
-    """a . b for rows of width >= 1, summed in their own dtype: a float64 literal as the start
-    made numba sum float32 rows in float64, half the vector width (the scoring kernel 1.6x slower
-    at H = 256, results/pair-dot-dtype)."""
-    total = a[0] * b[0]
-    for d in range(1, a.shape[0]):
+    """a . b, summed in the rows' own dtype from a zero of that dtype: a float64 literal as the
+    start made numba sum float32 rows in float64, half the vector width (the scoring kernel 1.6x
+    slower at H = 256, results/pair-dot-dtype); starting from ``a[0] * b[0]`` left 255 of 256
+    terms, so the vectorised loop ended in a serial tail of 63 (results/pair-dot-tail)."""
+    total = a.dtype.type(0)
+    for d in range(a.shape[0]):
         total += a[d] * b[d]
     return total
 
