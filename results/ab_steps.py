@@ -3,7 +3,8 @@ layer and workload from a row name (:func:`bench_layer`), an in-process A/B of t
 of the library (:func:`paired_steps`): ``switch(name)`` puts a variant in place (by setting module
 attributes), and the bench's own paired timing (:func:`bigvocab.bench.timing.paired_timings`)
 alternates them; a check that two variants compute the same step (:func:`assert_same_step`); its
-line of output (:func:`print_pair`); and steps timed one by one (:func:`step_times`).
+line of output (:func:`print_pair`); steps timed one by one (:func:`step_times`); and the same
+paired timing of two test-time calls (:func:`paired_calls`).
 """
 from __future__ import annotations
 
@@ -70,6 +71,18 @@ def print_pair(label: str, reference: str, candidate: str, summary: RatioSummary
     print(f"{label}: {reference} {summary.reference_seconds * 1e3:.2f} ms, {candidate} "
           f"{summary.candidate_seconds * 1e3:.2f} ms, paired ratio {summary.median:.3f} "
           f"[{summary.q1:.3f}-{summary.q3:.3f}]", flush=True)
+
+
+def paired_calls(reference: Callable[[], object], candidate: Callable[[], object], *, calls: int = 3,
+                 repeats: int = 20) -> RatioSummary:
+    """The bench's paired timing of two test-time calls (``log_softmax``, ``topk``) as the bench
+    times them: ``repeats`` pairs, each the mean of ``calls`` calls after one untimed call, order
+    alternating; the median of reference time / candidate time, quartiles and each side's
+    median seconds."""
+    before, after = paired_timings(reference, candidate, reference_inner=calls, candidate_inner=calls,
+                                   repeats=repeats, device=torch.device("cpu"), reference_warmup=True,
+                                   candidate_warmup=True)
+    return paired_speedup(before, after)
 
 
 def step_times(layer: torch.nn.Module, optimizer: torch.optim.Optimizer, work: Workload, count: int) -> list[float]:

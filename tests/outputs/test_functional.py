@@ -212,3 +212,27 @@ def test_distinct_ids_bitmap_is_torch_unique_with_inverse(num_classes, shape):
 def test_distinct_ids_rejects_ids_out_of_range(bad):
     with pytest.raises(IndexError, match=r"class ids must lie in \[0, 50\), got"):
         distinct_ids(torch.tensor([3, bad, 7]), 50)
+
+
+@pytest.mark.parametrize("rows", [1, 2, functional.FEW_ROWS, functional.FEW_ROWS + 1])
+@pytest.mark.parametrize("bias", [True, False])
+def test_example_logits_equal_the_dense_product_whichever_orientation_runs(rows, bias):
+    """Few rows take the class-major product and a transposing copy, more rows h Wᵀ: both must
+    give h Wᵀ + b, contiguous, differentiable, and fill an ``out`` that is the first columns of
+    wider rows (as the exact hsm pass passes it) without touching the rest."""
+    torch.manual_seed(0)
+    hidden = torch.randn(rows, 6, dtype=torch.float64, requires_grad=True)
+    weight = torch.randn(13, 6, dtype=torch.float64, requires_grad=True)
+    offset = torch.randn(13, dtype=torch.float64, requires_grad=True) if bias else None
+    expected = hidden @ weight.t() + (offset if bias else 0)
+    logits = functional.example_logits(hidden, weight, offset)
+    assert logits.is_contiguous()
+    torch.testing.assert_close(logits, expected)
+    inputs = (hidden, weight, offset) if bias else (hidden, weight)
+    assert torch.autograd.gradcheck(lambda *xs: functional.example_logits(xs[0], xs[1], xs[2] if bias else None), inputs)
+    with torch.no_grad():
+        wide = torch.full((rows, 16), float("nan"), dtype=torch.float64)
+        into = functional.example_logits(hidden, weight, offset, out=wide[:, :13])
+    assert into.data_ptr() == wide.data_ptr()
+    torch.testing.assert_close(wide[:, :13], expected.detach())
+    assert wide[:, 13:].isnan().all()

@@ -123,6 +123,27 @@ def test_compiled_log_softmax_matches_the_differentiable_pass(monkeypatch, bias,
         torch.testing.assert_close(compiled[36], naive.detach(), atol=1e-12, rtol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_compiled_pass_ignores_the_padding_of_wider_logit_rows(dtype):
+    """The exact pass writes its node logits into rows padded to an aligned width; the columns
+    past the V - 1 nodes (NaN here) must not reach any leaf, and too narrow rows are refused."""
+    from bigvocab.outputs.tree_kernels import ROW_ALIGNMENT, aligned_width, binary_leaf_log_probs
+
+    layer = _layer(_trees()["huffman"], bias=True).to(dtype)
+    children = layer._children.view(-1, 2)
+    width = aligned_width(V - 1)
+    assert width % ROW_ALIGNMENT == 0 and V - 1 <= width < V - 1 + ROW_ALIGNMENT
+    hidden = torch.randn(6, H, dtype=dtype)
+    with torch.no_grad():
+        logits = hidden @ layer.weight.t() + layer.bias
+        padded = torch.full((6, width + ROW_ALIGNMENT), float("nan"), dtype=dtype)
+        padded[:, : V - 1] = logits
+        torch.testing.assert_close(binary_leaf_log_probs(padded, children, threads=2),
+                                   binary_leaf_log_probs(logits, children, threads=2), rtol=0, atol=0)
+        with pytest.raises(ValueError, match=f"{V - 1} nodes need logits of at least {V - 1} columns"):
+            binary_leaf_log_probs(logits[:, :-1], children, threads=1)
+
+
 @pytest.mark.parametrize("bias", [True, False])
 def test_loss_gradients_match_the_path_products(options, bias):
     layer = _layer(options, bias=bias)

@@ -44,6 +44,9 @@ MIN_ROW_BLOCK = 128
 #: step to three products, 19.98 -> 16.26 s paired (``results/full-row-blocks-class-major``).
 ROW_BLOCK_ELEMENTS = 1 << 28
 
+#: Most rows for which :func:`example_logits` takes its product class-major on the CPU.
+FEW_ROWS = 8
+
 
 class _GatherRows(torch.autograd.Function):
     @staticmethod
@@ -128,14 +131,29 @@ def chunk_size_for(num_rows: int, num_classes: int, budget: int) -> int:
     return max(1, min(num_classes, budget // max(1, num_rows)))
 
 
-def _chunk_logits(
-    hidden: Tensor, weight: Tensor, bias: Optional[Tensor], start: int, stop: int, *, out: Optional[Tensor] = None
-) -> Tensor:
-    """(N, stop - start) logits of classes ``start:stop``, into ``out`` when given."""
+def example_logits(hidden: Tensor, weight: Tensor, bias: Optional[Tensor], *, out: Optional[Tensor] = None) -> Tensor:
+    """(N, C) logits h Wᵀ (+ b) of hidden (N, H) against the class rows weight (C, H), bias (C,),
+    into ``out`` (N, C) when given (it may be the first columns of wider rows).
+
+    With up to :data:`FEW_ROWS` rows on the CPU the product is taken class-major, W hᵀ (C, N), and
+    copied out transposed: at H = 256 and C = 33k-1M the BLAS product h Wᵀ ran 2.4-7x slower than
+    that for N = 2-8 (about 220 against 57 ms for 4 rows at 1M, where the weights stream in 32 ms),
+    and within noise of it from about 12 rows on (results/few-row-logits). One row goes in twice:
+    as a matrix-vector product, either way round, it took as long as h Wᵀ for 4 rows (about 140 ms
+    at 1M), two copies class-major 55 ms."""
+    rows = hidden.shape[0]
+    if rows <= FEW_ROWS and hidden.device.type == "cpu":
+        pair = hidden.expand(2, -1).contiguous() if rows == 1 else hidden
+        if bias is None:
+            class_major = torch.mm(weight, pair.t())
+        else:
+            class_major = torch.addmm(bias.unsqueeze(1), weight, pair.t())
+        logits = class_major[:, :rows].t()
+        return logits.contiguous() if out is None else out.copy_(logits)
     if bias is None:
-        return torch.mm(hidden, weight[start:stop].t(), out=out)
-    # The bias enters the product's output (addmm) rather than a second (N, chunk) pass.
-    return torch.addmm(bias[start:stop], hidden, weight[start:stop].t(), out=out)
+        return torch.mm(hidden, weight.t(), out=out)
+    # The bias enters the product's output (addmm) rather than a second (N, C) pass.
+    return torch.addmm(bias, hidden, weight.t(), out=out)
 
 
 def _class_major_logits(
@@ -408,7 +426,8 @@ def chunked_topk(
     best_ids = torch.empty((num_rows, 0), dtype=torch.long, device=hidden.device)
     with torch.no_grad():
         for start in range(0, num_classes, chunk):
-            logits = _chunk_logits(hidden, weight, bias, start, min(start + chunk, num_classes))
+            stop = min(start + chunk, num_classes)
+            logits = example_logits(hidden, weight[start:stop], None if bias is None else bias[start:stop])
             values, ids = logits.topk(min(k, logits.shape[1]), dim=1)
             log_z = torch.logaddexp(log_z, _logsumexp_(logits)[1])  # after topk: it overwrites the logits
             merged_values = torch.cat([best_values, values], dim=1)

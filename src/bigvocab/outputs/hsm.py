@@ -31,7 +31,7 @@ from torch.nn import functional as F
 
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.base import OutputLayer
-from bigvocab.outputs.functional import DEFAULT_CHUNK_ELEMENTS, distinct_ids, gather_rows, pairs_compiled
+from bigvocab.outputs.functional import DEFAULT_CHUNK_ELEMENTS, distinct_ids, example_logits, gather_rows, pairs_compiled
 from bigvocab.outputs.cost import Cost, dot_cost, hidden_cost
 from bigvocab.outputs.engine import HIERARCHICAL_SOFTMAX, EngineTables
 from bigvocab.outputs.search import Children, tree_topk
@@ -345,30 +345,31 @@ class HierarchicalSoftmax(OutputLayer):
 
     def _example_logits(self, h: Tensor, out: Optional[Tensor] = None) -> Tensor:
         """(n, V - 1): the same scores example-major, the layout the compiled pass walks; written
-        into ``out`` (n, V - 1) when given."""
-        if self.bias is None:
-            return torch.matmul(h, self.weight.t(), out=out)
-        return torch.addmm(self.bias, h, self.weight.t(), out=out)
+        into ``out`` (n, V - 1) when given, which may be the first columns of wider rows."""
+        return example_logits(h, self.weight, self.bias, out=out)
 
     def _binary_log_softmax(self, hidden: Tensor, rows_per_chunk: int) -> Tensor:
         """Without autograd on CPU: example-major node logits (n, V - 1) and one compiled top-down
         pass per row (:mod:`bigvocab.outputs.tree_kernels`), rows split over torch's threads. The
         chunks share one logits buffer (and, for float64, one softplus buffer): allocating them
         afresh for every chunk made the pass at V = 1M 1.3x slower
-        (results/hsm-log-softmax-buffers)."""
+        (results/hsm-log-softmax-buffers). Its rows are padded to an aligned width, since the
+        product into rows of V - 1 (odd) columns ran up to 1.75x slower (results/hsm-aligned-logits)."""
         # numba loads on first use
-        from bigvocab.outputs.tree_kernels import binary_leaf_log_probs, softplus_scratch
+        from bigvocab.outputs.tree_kernels import aligned_width, binary_leaf_log_probs, softplus_scratch
 
         children = self._children.view(-1, 2)
+        num_nodes = self._num_nodes
         out = hidden.new_empty(hidden.shape[0], self.num_classes)
-        logits = hidden.new_empty(min(rows_per_chunk, hidden.shape[0]), self._num_nodes)
-        scratch = softplus_scratch(logits)
+        logits = hidden.new_empty(min(rows_per_chunk, hidden.shape[0]), aligned_width(num_nodes))
+        scratch = softplus_scratch(logits[:, :num_nodes])
         threads = torch.get_num_threads()
         for start in range(0, hidden.shape[0], rows_per_chunk):
             h = hidden[start : start + rows_per_chunk]
             rows = h.shape[0]
-            binary_leaf_log_probs(self._example_logits(h, out=logits[:rows]), children, threads=threads,
-                                  out=out[start : start + rows], scratch=None if scratch is None else scratch[:rows])
+            self._example_logits(h, out=logits[:rows, :num_nodes])
+            binary_leaf_log_probs(logits[:rows], children, threads=threads, out=out[start : start + rows],
+                                  scratch=None if scratch is None else scratch[:rows])
         return out
 
     def _binary_levels(self, logits: Tensor) -> Tensor:

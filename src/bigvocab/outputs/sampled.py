@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
-import torch
 from torch import Tensor
 
 from bigvocab.errors import ConfigError

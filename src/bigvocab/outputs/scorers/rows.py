@@ -19,6 +19,7 @@ from bigvocab.outputs.functional import (
     chunked_logsumexp,
     chunked_topk,
     distinct_ids,
+    example_logits,
     gather_rows,
     pairs_compiled,
 )
@@ -154,8 +155,7 @@ class RowScorer(Scorer):
         return chunked_topk(hidden, self.all_rows(), self.bias, k, max_chunk_elements=self.max_chunk_elements)
 
     def logits(self, hidden: Tensor) -> Tensor:
-        logits = hidden @ self.all_rows().t()
-        return logits if self.bias is None else logits + self.bias
+        return example_logits(hidden, self.all_rows(), self.bias)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, num_classes={self.num_classes}, bias={self.bias is not None}"
