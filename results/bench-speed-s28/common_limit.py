@@ -3,6 +3,8 @@ the best of each bandwidth (on the 977 MiB table) that any of the three measured
 whose probe happened to read slow memory does not get a longer roofline than the others.
 
     python results/bench-speed-s28/common_limit.py   # common_limit.log
+
+(``report`` also serves ``../bench-speed-s29/common_limit.py``.)
 """
 from __future__ import annotations
 
@@ -17,8 +19,9 @@ RUNS = {"first (d34ad39)": HERE / "results.json", "second (d34ad39)": HERE / "se
 KEY = "1000000"
 
 
-def main() -> None:
-    runs = {name: json.loads(path.read_text()) for name, path in RUNS.items()}
+def report(paths: dict[str, Path]) -> None:
+    """Print each run's V = 1M rows held to its own limit and to the best rates of all of them."""
+    runs = {name: json.loads(path.read_text()) for name, path in paths.items()}
     rates = [run["bandwidth"][KEY] for run in runs.values()]
     best = {key: max(r[key] for r in rates) for key in rates[0]}
     machine = {"best_gflops": max(run["matmul"]["best_gflops"] for run in runs.values()), **best}
@@ -29,6 +32,10 @@ def main() -> None:
         for row, step, fraction in rows_held_to(run, machine, int(KEY)):
             print(f"  {row['approach']:<18} step {step * 1e3:9.2f} ms  {row['roofline_fraction']:6.1%} of its own "
                   f"limit, {fraction:6.1%} of the common one")
+
+
+def main() -> None:
+    report(RUNS)
 
 if __name__ == "__main__":
     main()
