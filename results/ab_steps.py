@@ -3,12 +3,14 @@ layer and workload from a row name (:func:`bench_layer`), an in-process A/B of t
 of the library (:func:`paired_steps`): ``switch(name)`` puts a variant in place (by setting module
 attributes), and the bench's own paired timing (:func:`bigvocab.bench.timing.paired_timings`)
 alternates them; a check that two variants compute the same step (:func:`assert_same_step`); its
-line of output (:func:`print_pair`); steps timed one by one (:func:`step_times`); and the same
-paired timing of two test-time calls (:func:`paired_calls`).
+line of output (:func:`print_pair`); steps timed one by one (:func:`step_times`); the same
+paired timing of two test-time calls (:func:`paired_calls`); and the median time of a call
+(:func:`median_ms`).
 """
 from __future__ import annotations
 
 import copy
+import statistics
 import time
 from typing import Callable
 
@@ -83,6 +85,17 @@ def paired_calls(reference: Callable[[], object], candidate: Callable[[], object
                                    repeats=repeats, device=torch.device("cpu"), reference_warmup=True,
                                    candidate_warmup=True)
     return paired_speedup(before, after)
+
+
+def median_ms(operation: Callable[[], object], calls: int) -> float:
+    """Milliseconds of the median of ``calls`` calls of ``operation``, after one untimed call."""
+    operation()
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        operation()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3
 
 
 def step_times(layer: torch.nn.Module, optimizer: torch.optim.Optimizer, work: Workload, count: int) -> list[float]:

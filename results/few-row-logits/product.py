@@ -9,22 +9,16 @@ row is also timed as the library takes it: two copies of it, class-major.
 """
 from __future__ import annotations
 
-import time
+import sys
+from pathlib import Path
 
-import numpy as np
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from ab_steps import median_ms  # noqa: E402  (results/ab_steps.py)
+
 HIDDEN = 256
-
-
-def median_ms(operation) -> float:
-    operation()
-    times = []
-    for _ in range(5):
-        start = time.perf_counter()
-        operation()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times)) * 1e3
+CALLS = 5
 
 
 def main() -> None:
@@ -38,8 +32,8 @@ def main() -> None:
             def transposed() -> None:
                 out.copy_(torch.addmm(bias.unsqueeze(1), weight, hidden.t(), out=class_major).t())
 
-            row_major = median_ms(lambda: torch.addmm(bias, hidden, weight.t(), out=out))
-            by_class = median_ms(transposed)
+            row_major = median_ms(lambda: torch.addmm(bias, hidden, weight.t(), out=out), CALLS)
+            by_class = median_ms(transposed, CALLS)
             line = (f"C = {classes:,}, N = {rows}: h Wᵀ {row_major:.2f} ms, W hᵀ and transpose {by_class:.2f} ms, "
                     f"{row_major / by_class:.2f}x")
             if rows == 1:
@@ -49,7 +43,7 @@ def main() -> None:
                     pair.copy_(hidden.expand(2, -1))
                     out.copy_(torch.addmm(bias.unsqueeze(1), weight, pair.t())[:, :1].t())
 
-                doubled = median_ms(two_copies)
+                doubled = median_ms(two_copies, CALLS)
                 line += f"; the row twice, class-major {doubled:.2f} ms, {row_major / doubled:.2f}x"
             print(line, flush=True)
 

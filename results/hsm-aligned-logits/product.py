@@ -10,24 +10,18 @@ products agree (to float32 rounding: the blocking may differ).
 """
 from __future__ import annotations
 
-import time
+import sys
+from pathlib import Path
 
-import numpy as np
 import torch
 
 from bigvocab.outputs.tree_kernels import aligned_width
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from ab_steps import median_ms  # noqa: E402  (results/ab_steps.py)
+
 HIDDEN = 256
-
-
-def median_ms(operation) -> float:
-    operation()
-    times = []
-    for _ in range(7):
-        start = time.perf_counter()
-        operation()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times)) * 1e3
+CALLS = 7
 
 
 def main() -> None:
@@ -40,8 +34,8 @@ def main() -> None:
             odd = torch.empty(rows, nodes)
             padded = torch.empty(rows, aligned_width(nodes))[:, :nodes]
             for round_ in range(2):
-                before = median_ms(lambda: torch.addmm(bias, hidden, weight.t(), out=odd))
-                after = median_ms(lambda: torch.addmm(bias, hidden, weight.t(), out=padded))
+                before = median_ms(lambda: torch.addmm(bias, hidden, weight.t(), out=odd), CALLS)
+                after = median_ms(lambda: torch.addmm(bias, hidden, weight.t(), out=padded), CALLS)
                 print(f"V - 1 = {nodes:,}, n = {rows}, round {round_ + 1}: rows of {nodes:,} {before:.2f} ms, "
                       f"padded to {aligned_width(nodes):,} {after:.2f} ms, {before / after:.2f}x", flush=True)
             torch.testing.assert_close(odd, padded)

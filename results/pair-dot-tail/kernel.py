@@ -11,7 +11,6 @@ calls after one untimed call, three rounds.
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -21,17 +20,10 @@ from bigvocab.outputs import pair_kernels
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ab import _dots_before  # noqa: E402  (results/pair-dot-tail/ab.py)
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from ab_steps import median_ms  # noqa: E402  (results/ab_steps.py)
+
 EXAMPLES, WIDTH, PER_EXAMPLE, ROWS = 1024, 256, 26, 12_478
-
-
-def median_ms(kernel, arrays: tuple) -> float:
-    kernel(*arrays)
-    times = []
-    for _ in range(40):
-        start = time.perf_counter()
-        kernel(*arrays)
-        times.append(time.perf_counter() - start)
-    return float(np.median(times)) * 1e3
 
 
 def main() -> None:
@@ -50,7 +42,8 @@ def main() -> None:
         for round_ in range(3):
             for name, kernel in (("first term", _dots_before), ("zero start", pair_kernels._dots)):
                 out = np.empty(pairs, dtype=np.float32)
-                ms = median_ms(kernel, (hidden, table, offsets, order, examples, out, 0, ROWS))
+                arrays = (hidden, table, offsets, order, examples, out, 0, ROWS)
+                ms = median_ms(lambda: kernel(*arrays), 40)
                 outputs[name] = out
                 print(f"{label}, round {round_ + 1}: {name} {ms:.3f} ms, "
                       f"{pairs * WIDTH / ms / 1e6:.1f} G multiply-adds/s", flush=True)

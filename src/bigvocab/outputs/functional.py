@@ -136,11 +136,11 @@ def example_logits(hidden: Tensor, weight: Tensor, bias: Optional[Tensor], *, ou
     into ``out`` (N, C) when given (it may be the first columns of wider rows).
 
     With up to :data:`FEW_ROWS` rows on the CPU the product is taken class-major, W hᵀ (C, N), and
-    copied out transposed: at H = 256 and C = 33k-1M the BLAS product h Wᵀ ran 2.4-7x slower than
-    that for N = 2-8 (about 220 against 57 ms for 4 rows at 1M, where the weights stream in 32 ms),
+    copied out transposed: at H = 256 and C = 33k-1M the BLAS product h Wᵀ ran 1.7-6.7x slower
+    than that for N = 2-8 (213 against 56 ms for 4 rows at 1M, where the weights stream in 32 ms),
     and within noise of it from about 12 rows on (results/few-row-logits). One row goes in twice:
-    as a matrix-vector product, either way round, it took as long as h Wᵀ for 4 rows (about 140 ms
-    at 1M), two copies class-major 55 ms."""
+    as a matrix-vector product, either way round, it took about as long as h Wᵀ for 4 rows (150 ms
+    at 1M), two copies class-major 46 ms."""
     rows = hidden.shape[0]
     if rows <= FEW_ROWS and hidden.device.type == "cpu":
         pair = hidden.expand(2, -1).contiguous() if rows == 1 else hidden

@@ -118,8 +118,8 @@ def _top_down(
 def aligned_width(num_nodes: int) -> int:
     """Columns of a node-logits buffer for ``num_nodes`` nodes: rounded up to a multiple of
     :data:`ROW_ALIGNMENT`. A tree has V - 1 nodes, an odd count at every round V, and a product
-    written into rows of odd length ran 1.4-1.75x slower than into the same rows padded (N = 1024,
-    H = 256, V - 1 = 9,999 and 99,999; results/hsm-aligned-logits)."""
+    written into rows of odd length ran 1.2-1.75x slower than into the same rows padded (H = 256,
+    V - 1 = 9,999 and 99,999, 41-1024 rows; results/hsm-aligned-logits)."""
     return -(-num_nodes // ROW_ALIGNMENT) * ROW_ALIGNMENT
 
 
