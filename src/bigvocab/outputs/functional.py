@@ -144,11 +144,7 @@ def example_logits(hidden: Tensor, weight: Tensor, bias: Optional[Tensor], *, ou
     rows = hidden.shape[0]
     if rows <= FEW_ROWS and hidden.device.type == "cpu":
         pair = hidden.expand(2, -1).contiguous() if rows == 1 else hidden
-        if bias is None:
-            class_major = torch.mm(weight, pair.t())
-        else:
-            class_major = torch.addmm(bias.unsqueeze(1), weight, pair.t())
-        logits = class_major[:, :rows].t()
+        logits = _class_major_logits(pair, weight, bias, 0, weight.shape[0])[:, :rows].t()
         return logits.contiguous() if out is None else out.copy_(logits)
     if bias is None:
         return torch.mm(hidden, weight.t(), out=out)
@@ -157,9 +153,9 @@ def example_logits(hidden: Tensor, weight: Tensor, bias: Optional[Tensor], *, ou
 
 
 def _class_major_logits(
-    hidden: Tensor, weight: Tensor, bias: Optional[Tensor], start: int, stop: int, *, out: Tensor
+    hidden: Tensor, weight: Tensor, bias: Optional[Tensor], start: int, stop: int, *, out: Optional[Tensor] = None
 ) -> Tensor:
-    """(stop - start, N) logits of classes ``start:stop``, class-major, into ``out``.
+    """(stop - start, N) logits of classes ``start:stop``, class-major, into ``out`` when given.
 
     The vocabulary-chunk passes take their logits as W_c hᵀ rather than h W_cᵀ: on the CPU (MKL)
     the (C, H) x (H, N) product ran about 1.7x faster than the (N, H) x (H, C) one for N = 1024,
