@@ -14,7 +14,7 @@ import torch
 import bigvocab
 import bigvocab.samplers.base as sampler_base
 from bigvocab.errors import ConfigError
-from bigvocab.samplers.base import Sampler, log_expected_count
+from bigvocab.samplers.base import Sampler, inclusion_probabilities, log_expected_count
 
 
 class Scripted(Sampler):
@@ -85,3 +85,24 @@ def test_impossible_requests_are_refused(monkeypatch):
     sparse = bigvocab.create_sampler("unigram", 10, counts=[5, 1] + [0] * 8)
     with pytest.raises(ConfigError, match="found only 2 distinct ids"):
         sparse.sample_unique(3)
+
+
+def test_inclusion_probabilities_with_replacement_are_the_at_least_once_form(zipf_counts):
+    sampler = bigvocab.create_sampler("unigram", 60, counts=zipf_counts)
+    q = sampler.log_q(torch.arange(60)).double().exp()
+    torch.testing.assert_close(inclusion_probabilities(sampler, 20, unique=False), 1 - (1 - q) ** 20)
+
+
+@pytest.mark.parametrize("k", [1, 7, 59])
+def test_unique_inclusion_probabilities_sum_to_k(zipf_counts, k):
+    sampler = bigvocab.create_sampler("unigram", 60, counts=zipf_counts)
+    inclusion = inclusion_probabilities(sampler, k, unique=True)
+    assert float(inclusion.sum()) == pytest.approx(k, rel=1e-9)
+    assert bool(((inclusion >= 0) & (inclusion <= 1)).all())
+
+
+def test_unique_inclusion_refuses_more_ids_than_the_proposal_reaches(monkeypatch):
+    monkeypatch.setattr(sampler_base, "MAX_UNIQUE_DRAWS", 1024)
+    sparse = bigvocab.create_sampler("unigram", 10, counts=[5, 1] + [0] * 8)
+    with pytest.raises(ConfigError, match="3 distinct ids are not expected within 1024 draws"):
+        inclusion_probabilities(sparse, 3, unique=True)

@@ -12,8 +12,10 @@ Accounting (the standard one of Kaplan et al. 2020, section 2.1):
   (dX = dY W^T, dW = X^T dY), so a training step costs 3x its forward;
 * bytes moved count each parameter the operation touches once per pass that reads it (forward,
   and in training the backward's read and the gradient's write: 3 passes), plus the hidden states
-  read (and their gradient written in training). Activations that stay in cache are not counted,
-  so these are lower bounds on the traffic of a real step;
+  read (and their gradient written in training). A row several pairs score (a tree node on many
+  paths, a class drawn twice or also a target) is one row: its later reads can come from cache.
+  Activations that stay in cache are not counted, so these are lower bounds on the traffic of a
+  real step;
 * ``gathered`` is the part of ``bytes`` moved as rows at scattered positions (a sampled or
   tree layer's chosen rows): memory moves those slower than a stream, and the bench's roofline
   prices them at its measured gather/scatter bandwidth, the rest at its streaming bandwidth.

@@ -250,10 +250,13 @@ class HierarchicalSoftmax(OutputLayer):
 
     def _path_cost(self, target: Tensor, *, training: bool) -> Cost:
         """A row scores the decision vectors of the nodes on its target's path -- one per binary
-        node, arity - 1 per n-ary node (Morin & Bengio 2005; Mikolov et al. 2013; Goodman 2001)."""
-        vectors = float((self._arity[self._steps(target)[1]] - 1).sum())
+        node, arity - 1 per n-ary node (Morin & Bengio 2005; Mikolov et al. 2013; Goodman 2001);
+        a node on several rows' paths is read once."""
+        nodes = self._steps(target)[1]
+        vectors = float((self._arity[nodes] - 1).sum())
+        distinct = float((self._arity[torch.unique(nodes)] - 1).sum())
         size = self.element_size()
-        weights = vectors * (self.in_features + (self.bias is not None))
+        weights = distinct * (self.in_features + (self.bias is not None))
         path_rows = dot_cost(vectors, self.in_features, weights, element_size=size, training=training, gathered=True)
         return path_rows + hidden_cost(
             target.numel(), self.in_features, element_size=size, training=training

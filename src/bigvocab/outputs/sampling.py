@@ -23,7 +23,7 @@ from torch.autograd.function import once_differentiable
 from bigvocab.errors import ConfigError
 from bigvocab.factory import create_sampler
 from bigvocab.outputs.objective import ScoredOutput
-from bigvocab.samplers.base import Sampler
+from bigvocab.samplers.base import Sampler, inclusion_probabilities
 from bigvocab.validation import check_flag, check_num_samples
 
 SamplerSpec = Union[str, Sampler, None]
@@ -135,6 +135,8 @@ class SamplingOutput(ScoredOutput):
     """
 
     sparse_grad = True
+    #: Candidate sets of k distinct ids (``sampled``'s TensorFlow-style draws) rather than k draws.
+    unique = False
 
     def __init__(
         self,
@@ -166,13 +168,16 @@ class SamplingOutput(ScoredOutput):
         return ids.reshape(batch_size, self.num_samples), self.num_samples
 
     def _train_scores(self, target: Tensor) -> tuple[float, float]:
-        """Each example scores its target and k samples: N (k + 1) scores, over k + N classes
-        when the samples are shared, N (k + 1) otherwise. For adaptive importance sampling this
-        is its first block of k draws, a lower bound: it draws more while the effective sample
-        size is low."""
+        """Each example scores its target and k samples: N (k + 1) scores. The classes are the
+        distinct ids among the targets and the draws (k shared, N k per example), counted in
+        expectation under the proposal (:func:`~bigvocab.samplers.base.inclusion_probabilities`):
+        a step reads each of those rows once. For adaptive importance sampling this is its first
+        block of k draws, a lower bound: it draws more while the effective sample size is low."""
         rows = target.numel()
-        scores = rows * (self.num_samples + 1)
-        return float(scores), float(self.num_samples + rows if self.shared else scores)
+        draws = self.num_samples if self.shared else rows * self.num_samples
+        in_step = inclusion_probabilities(self.sampler, draws, unique=self.unique)
+        in_step[target.reshape(-1).to(in_step.device)] = 1.0
+        return float(rows * (self.num_samples + 1)), float(in_step.sum())
 
     def _observe(self, target: Tensor, **kwargs: Any) -> None:
         """Let an adaptive sampler learn from the step's targets (training mode only, so that

@@ -118,7 +118,51 @@ def log_expected_count(log_q: Tensor, num_draws: int, *, unique: bool) -> Tensor
     """
     if not unique:
         return log_q + math.log(num_draws)
-    return torch.log(-torch.expm1(num_draws * torch.log1p(-torch.exp(log_q))))
+    return torch.log(_drawn_at_least_once(torch.log1p(-torch.exp(log_q)), num_draws))
+
+
+def _drawn_at_least_once(log_miss: Tensor, num_draws: float) -> Tensor:
+    """1 - (1 - q)^T from ``log_miss`` = log(1 - q), accurate for tiny q."""
+    return -torch.expm1(num_draws * log_miss)
+
+
+def inclusion_probabilities(sampler: Sampler, num_samples: int, *, unique: bool) -> Tensor:
+    """P(id is in a candidate set) for every id: (V,) float64, from the proposal's marginal Q
+    (a conditional sampler's proposal without context). The bench's cost models count the rows a
+    step must read by it: a row drawn several times is read once.
+
+    * With replacement (``unique=False``), ``num_samples`` draws: ``1 - (1 - q)^k``.
+    * ``unique=True``, k distinct ids drawn as :meth:`Sampler.sample_unique` draws them: the same
+      form at the number of draws T at which k distinct ids are expected (they then sum to k).
+      T is random in a real draw; fixing it at this value is an approximation, like the plug-in
+      of :func:`log_expected_count` (``tests/bench/test_bench_peers_roofline.py`` holds the
+      expected union with a batch's targets to the mean of real draws).
+    """
+    log_q = sampler.log_q(torch.arange(sampler.num_classes, device=sampler.device)).double()
+    log_miss = torch.log1p(-log_q.exp())  # log(1 - q): a draw misses the id
+    draws = _draws_for_distinct(log_miss, num_samples) if unique else float(num_samples)
+    return _drawn_at_least_once(log_miss, draws)
+
+
+def _draws_for_distinct(log_miss: Tensor, num_distinct: int) -> float:
+    """The T at which T draws show ``num_distinct`` distinct ids in expectation, by bisection
+    (the expected count, sum of 1 - (1 - q)^T, grows with T and is at most T)."""
+
+    def expected_distinct(draws: float) -> float:
+        return float(_drawn_at_least_once(log_miss, draws).sum())
+
+    low, high = float(num_distinct), float(num_distinct)
+    while expected_distinct(high) < num_distinct:
+        if high >= MAX_UNIQUE_DRAWS:
+            raise ConfigError(
+                f"{num_distinct} distinct ids are not expected within {MAX_UNIQUE_DRAWS} draws: the proposal "
+                "gives (almost) no mass to enough classes"
+            )
+        low, high = high, 2.0 * high
+    for _ in range(60):
+        middle = 0.5 * (low + high)
+        low, high = (middle, high) if expected_distinct(middle) < num_distinct else (low, middle)
+    return high
 
 
 def as_counts(counts: Union[Sequence[float], Tensor], num_classes: int, owner: str) -> Tensor:
