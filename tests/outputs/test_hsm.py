@@ -145,6 +145,54 @@ def test_compiled_pass_ignores_the_padding_of_wider_logit_rows(dtype):
 
 
 @pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("tree", ["class", "user-nary"])
+def test_compiled_general_pass_matches_the_path_products(monkeypatch, tree, bias):
+    """Without autograd a float32 tree of any arity takes the compiled pass (per node a shifted
+    log-sum-exp; rows over threads, row chunks): it must equal the differentiable pass in float32
+    and the path products in float64, and read no column past the V - 1 child logits."""
+    from bigvocab.outputs import kernel_threads
+    from bigvocab.outputs.tree_kernels import general_leaf_log_probs
+
+    monkeypatch.setattr(kernel_threads, "MIN_WORK_PER_THREAD", 1)  # small sizes, yet split over threads
+    layer = _layer(_trees()[tree], bias=bias, max_chunk_elements=H)
+    assert not layer._binary
+    hidden = torch.randn(37, H, dtype=torch.float64)
+    wide = layer.float()
+    with torch.no_grad():
+        compiled = wide.log_softmax(hidden.float())
+        logits = hidden[:5].float() @ wide.weight.t() + (wide.bias if bias else 0)
+        padded = torch.full((5, V - 1 + 7), float("nan"))
+        padded[:, : V - 1] = logits
+        from_padded = general_leaf_log_probs(padded, wide._children, wide._child_offsets, threads=3)
+    torch.testing.assert_close(compiled, wide.log_softmax(hidden.float().requires_grad_()).detach())
+    torch.testing.assert_close(from_padded, compiled[:5], rtol=0, atol=0)
+    every = torch.arange(V)
+    for row in (0, 36):
+        naive = _naive_log_prob(layer.double(), hidden[row].expand(V, H), every).detach()
+        torch.testing.assert_close(compiled[row].double(), naive, atol=2e-5, rtol=0)
+
+
+def test_compiled_general_pass_spreads_nan_below_its_node_and_refuses_bad_input():
+    from bigvocab.outputs.tree_kernels import general_leaf_log_probs
+
+    layer = _layer(_trees()["class"], bias=False).float()
+    children, offsets = layer._children, layer._child_offsets
+    logits = torch.randn(2, V - 1)
+    logits[1, 0] = float("nan")  # a child logit of the root: every leaf of row 1 is NaN
+    out = general_leaf_log_probs(logits, children, offsets, threads=1)
+    assert torch.isfinite(out[0]).all() and torch.isnan(out[1]).all()
+    logits[1, 0] = float("inf")  # as torch's log-sum-exp: inf - inf
+    assert torch.isnan(general_leaf_log_probs(logits, children, offsets, threads=1)[1]).all()
+    logits[1, 0], logits[1, -1] = 0.0, float("-inf")  # a leaf that can never be chosen
+    out = general_leaf_log_probs(logits, children, offsets, threads=1)
+    assert torch.isfinite(out[1].logsumexp(0)) and (out[1] == float("-inf")).sum() == 1
+    with pytest.raises(ValueError, match=f"{V - 1} child logits need at least that many columns"):
+        general_leaf_log_probs(logits[:, :-1], children, offsets, threads=1)
+    with pytest.raises(TypeError, match="float32"):
+        general_leaf_log_probs(logits.double(), children, offsets, threads=1)
+
+
+@pytest.mark.parametrize("bias", [True, False])
 def test_loss_gradients_match_the_path_products(options, bias):
     layer = _layer(options, bias=bias)
     hidden = torch.randn(7, H, dtype=torch.float64, requires_grad=True)

@@ -318,9 +318,11 @@ class HierarchicalSoftmax(OutputLayer):
 
     # ------------------------------------------------------------------ the whole distribution
     def _log_softmax(self, hidden: Tensor) -> Tensor:
-        """Every leaf's log-probability, top-down one tree level at a time, in row chunks.
+        """Every leaf's log-probability, top-down, in row chunks: on the CPU without autograd by
+        a compiled pass over each row (:meth:`_compiled_log_softmax`; any tree in float32, a
+        binary tree in float64 too), otherwise one tree level at a time in torch.
 
-        The pass runs node-major: the node logits are computed as (nodes, n) = W h^T, so the nodes
+        The torch pass runs node-major: the node logits are computed as (nodes, n) = W h^T, so the nodes
         of one level, and the children they write, are whole contiguous rows of n numbers; in the
         (n, nodes) layout each level gathered and scattered columns, which cost more than the
         product itself. Each chunk reads the (V - 1, H) weights once, so chunks are as large as
@@ -332,8 +334,12 @@ class HierarchicalSoftmax(OutputLayer):
         """
         per_row = 2 * (self._num_nodes + self.num_classes)
         rows_per_chunk = max(_MIN_ROWS, self.max_chunk_elements // per_row, hidden.shape[0] // 4)
-        if self._binary and hidden.device.type == "cpu" and not _differentiable(hidden, self.weight):
-            return self._binary_log_softmax(hidden, rows_per_chunk)
+        if (
+            hidden.device.type == "cpu"
+            and (self._binary or hidden.dtype == torch.float32)
+            and not _differentiable(hidden, self.weight)
+        ):
+            return self._compiled_log_softmax(hidden, rows_per_chunk)
         level = self._binary_levels if self._binary else self._general_levels
         out = hidden.new_empty(hidden.shape[0], self.num_classes)
         for start in range(0, hidden.shape[0], rows_per_chunk):
@@ -351,28 +357,41 @@ class HierarchicalSoftmax(OutputLayer):
         into ``out`` (n, V - 1) when given, which may be the first columns of wider rows."""
         return example_logits(h, self.weight, self.bias, out=out)
 
-    def _binary_log_softmax(self, hidden: Tensor, rows_per_chunk: int) -> Tensor:
+    def _compiled_log_softmax(self, hidden: Tensor, rows_per_chunk: int) -> Tensor:
         """Without autograd on CPU: example-major node logits (n, V - 1) and one compiled top-down
-        pass per row (:mod:`bigvocab.outputs.tree_kernels`), rows split over torch's threads. The
-        chunks share one logits buffer (and, for float64, one softplus buffer): allocating them
-        afresh for every chunk made the pass at V = 1M 1.3x slower
-        (results/hsm-log-softmax-buffers). Its rows are padded to an aligned width, since the
-        product into rows of V - 1 (odd) columns ran up to 1.75x slower (results/hsm-aligned-logits)."""
+        pass per row (:mod:`bigvocab.outputs.tree_kernels`: a binary tree's, or for float32 any
+        tree's), rows split over torch's threads. The chunks share one logits buffer (and, for a
+        float64 binary tree, one softplus buffer): allocating them afresh for every chunk made the
+        pass at V = 1M 1.3x slower (results/hsm-log-softmax-buffers). Its rows are padded to an
+        aligned width, since the product into rows of V - 1 (odd) columns ran up to 1.75x slower
+        (results/hsm-aligned-logits)."""
         # numba loads on first use
-        from bigvocab.outputs.tree_kernels import aligned_width, binary_leaf_log_probs, softplus_scratch
+        from bigvocab.outputs.tree_kernels import (
+            aligned_width,
+            binary_leaf_log_probs,
+            general_leaf_log_probs,
+            softplus_scratch,
+        )
 
-        children = self._children.view(-1, 2)
-        num_nodes = self._num_nodes
+        rows = self.num_classes - 1
         out = hidden.new_empty(hidden.shape[0], self.num_classes)
-        logits = hidden.new_empty(min(rows_per_chunk, hidden.shape[0]), aligned_width(num_nodes))
-        scratch = softplus_scratch(logits[:, :num_nodes])
+        logits = hidden.new_empty(min(rows_per_chunk, hidden.shape[0]), aligned_width(rows))
         threads = torch.get_num_threads()
+        if self._binary:
+            children, scratch = self._children.view(-1, 2), softplus_scratch(logits[:, :rows])
+
+            def leaf_log_probs(chunk: Tensor, into: Tensor) -> None:
+                binary_leaf_log_probs(chunk, children, threads=threads, out=into,
+                                      scratch=None if scratch is None else scratch[: chunk.shape[0]])
+        else:
+
+            def leaf_log_probs(chunk: Tensor, into: Tensor) -> None:
+                general_leaf_log_probs(chunk, self._children, self._child_offsets, threads=threads, out=into)
+
         for start in range(0, hidden.shape[0], rows_per_chunk):
             h = hidden[start : start + rows_per_chunk]
-            rows = h.shape[0]
-            self._example_logits(h, out=logits[:rows, :num_nodes])
-            binary_leaf_log_probs(logits[:rows], children, threads=threads, out=out[start : start + rows],
-                                  scratch=None if scratch is None else scratch[:rows])
+            self._example_logits(h, out=logits[: h.shape[0], :rows])
+            leaf_log_probs(logits[: h.shape[0]], out[start : start + h.shape[0]])
         return out
 
     def _binary_levels(self, logits: Tensor) -> Tensor:
