@@ -4,6 +4,8 @@ again by today's code for the bench's own workload (seed 0, N = 1024, H = 256), 
 the run's, and its limit is the run's own rates and then the best rates any of the six measured.
 
     python results/bench-speed-s30/rebased.py   # rebased.log
+
+(``declared_bytes`` also serves ``all_layers.py``.)
 """
 from __future__ import annotations
 
@@ -30,14 +32,15 @@ RUNS = {
 VOCAB, KEY = 1_000_000, "1000000"
 
 
-def declared_bytes(labels: set[str], config: dict) -> dict[str, tuple[float, float]]:
-    """(bytes, gathered bytes) of a training step of each labelled layer, declared by today's code."""
-    side = synthetic_side_data(VOCAB, seed=config["seed"])
+def declared_bytes(labels: set[str], config: dict, vocab: int = VOCAB) -> dict[str, tuple[float, float]]:
+    """(bytes, gathered bytes) of a training step of each labelled layer at V = ``vocab``,
+    declared by today's code for the bench's workload of ``config`` (a run's ``config``)."""
+    side = synthetic_side_data(vocab, seed=config["seed"])
     target = make_workload(side.counts, config["hidden"], config["batch"], 1, seed=config["seed"], device=torch.device("cpu")).target
     declared = {}
     for label in sorted(labels):
         torch.manual_seed(config["seed"])
-        layer, _ = build_layer(candidate_by_label(label), config["hidden"], VOCAB, side, num_samples=config["num_samples"])
+        layer, _ = build_layer(candidate_by_label(label), config["hidden"], vocab, side, num_samples=config["num_samples"])
         cost = layer.train_cost(target)
         declared[label] = (cost.bytes, cost.gathered)
     return declared
