@@ -378,7 +378,8 @@ def _speed_caption(config: BenchConfig) -> str:
         "% of matmul rate: required flops / "
         "step time / the best dense matmul rate measured below. "
         "% of roofline: the step's limit on this machine over its time, the limit being the larger of its "
-        "compute time (required flops / matmul rate) and its memory time (declared bytes streamed / copy "
+        "compute time (required flops / matmul rate) and its memory time (the layer's declared bytes, "
+        "each parameter row it touches counted once per pass however many pairs score it: streamed bytes / copy "
         "bandwidth + declared bytes gathered as scattered rows / the slower of gather and scatter bandwidth "
         "on a table of the row's V, measured below); 100% is the hardware limit."
     )
