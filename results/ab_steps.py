@@ -87,6 +87,13 @@ def paired_calls(reference: Callable[[], object], candidate: Callable[[], object
     return paired_speedup(before, after)
 
 
+def compare_calls(label: str, reference: Callable[[], object], candidate: Callable[[], object]) -> None:
+    """:func:`paired_calls` printed as one line: each side's median ms and the ratio [quartiles]."""
+    summary = paired_calls(reference, candidate)
+    print(f"{label}: {summary.reference_seconds * 1e3:.2f} ms / {summary.candidate_seconds * 1e3:.2f} ms, "
+          f"ratio {summary.median:.3f} [{summary.q1:.3f}-{summary.q3:.3f}]", flush=True)
+
+
 def median_ms(operation: Callable[[], object], calls: int) -> float:
     """Milliseconds of the median of ``calls`` calls of ``operation``, after one untimed call."""
     operation()

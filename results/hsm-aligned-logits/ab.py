@@ -23,7 +23,7 @@ from bigvocab.bench.operations import evaluation_rows
 from bigvocab.outputs import tree_kernels
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from ab_steps import bench_layer, paired_calls  # noqa: E402  (results/ab_steps.py)
+from ab_steps import bench_layer, compare_calls  # noqa: E402  (results/ab_steps.py)
 
 LIBRARY = tree_kernels.aligned_width
 CAP = 1 << 22
@@ -45,12 +45,6 @@ def log_softmax(layer: torch.nn.Module, hidden: torch.Tensor, variant: str = "al
     return call
 
 
-def compare(label: str, reference, candidate) -> None:
-    summary = paired_calls(reference, candidate)
-    print(f"{label}: {summary.reference_seconds * 1e3:.2f} ms / {summary.candidate_seconds * 1e3:.2f} ms, "
-          f"ratio {summary.median:.3f} [{summary.q1:.3f}-{summary.q3:.3f}]", flush=True)
-
-
 def main() -> None:
     vocab, names = int(sys.argv[1]), sys.argv[2].split(",")
     full, work = bench_layer("full", vocab)
@@ -62,9 +56,9 @@ def main() -> None:
         layer.eval()
         odd, aligned = log_softmax(layer, hidden, "odd rows")(), log_softmax(layer, hidden, "aligned")()
         torch.testing.assert_close(odd, aligned)
-        compare(f"{name} before / after", log_softmax(layer, hidden, "odd rows"), log_softmax(layer, hidden, "aligned"))
+        compare_calls(f"{name} before / after", log_softmax(layer, hidden, "odd rows"), log_softmax(layer, hidden, "aligned"))
         for variant in ("odd rows", "aligned"):
-            compare(f"full / {name} ({variant})", log_softmax(full, hidden), log_softmax(layer, hidden, variant))
+            compare_calls(f"full / {name} ({variant})", log_softmax(full, hidden), log_softmax(layer, hidden, variant))
         use("aligned")
 
 

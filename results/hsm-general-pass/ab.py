@@ -23,7 +23,7 @@ import torch
 from bigvocab.bench.operations import evaluation_rows
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from ab_steps import bench_layer, paired_calls  # noqa: E402  (results/ab_steps.py)
+from ab_steps import bench_layer, compare_calls  # noqa: E402  (results/ab_steps.py)
 
 CAP = 1 << 22
 
@@ -53,12 +53,6 @@ def torch_levels(layer: torch.nn.Module, hidden: torch.Tensor):
     return call
 
 
-def compare(label: str, reference, candidate) -> None:
-    summary = paired_calls(reference, candidate)
-    print(f"{label}: {summary.reference_seconds * 1e3:.2f} ms / {summary.candidate_seconds * 1e3:.2f} ms, "
-          f"ratio {summary.median:.3f} [{summary.q1:.3f}-{summary.q3:.3f}]", flush=True)
-
-
 def main() -> None:
     vocab = int(sys.argv[1])
     full, work = bench_layer("full", vocab)
@@ -68,9 +62,9 @@ def main() -> None:
     layer.eval()
     print(f"V = {vocab:,}, N' = {hidden.shape[0]}, {layer._num_nodes} internal nodes")
     torch.testing.assert_close(compiled(layer, hidden)(), torch_levels(layer, hidden)())
-    compare("hsm[class] before / after", torch_levels(layer, hidden), compiled(layer, hidden))
-    compare("full / hsm[class] (before)", compiled(full, hidden), torch_levels(layer, hidden))
-    compare("full / hsm[class] (after)", compiled(full, hidden), compiled(layer, hidden))
+    compare_calls("hsm[class] before / after", torch_levels(layer, hidden), compiled(layer, hidden))
+    compare_calls("full / hsm[class] (before)", compiled(full, hidden), torch_levels(layer, hidden))
+    compare_calls("full / hsm[class] (after)", compiled(full, hidden), compiled(layer, hidden))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Where the first version of the compiled pass over a general tree spent its time: that kernel
 (one max pass, one pass writing the shifted logits and counting NaN, the exponentials and their
 sum, then one look-up and branch per child) cut after each stage, one thread, the 419 test-time
-rows of ``hsm[class]`` at V = 10,000 on random logits; ns per child, median of 10 calls, two rounds.
+rows of ``hsm[class]`` at V = 10,000 on random logits; ns per child, median of 10 calls
+(``ab_steps.median_ms``), two rounds.
 
     python results/hsm-general-pass/stages.py   # stages.log
 
@@ -12,7 +13,6 @@ times the library's (``general_leaf_log_probs``, one thread) and torch's ``log_s
 thread) on arrays of the same size after it.
 """
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +23,7 @@ from bigvocab.outputs.tree_kernels import _exp_minus_abs_float32, aligned_width,
 from bigvocab.word2vec.kernels import FAST
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from ab_steps import bench_layer  # noqa: E402  (results/ab_steps.py)
+from ab_steps import bench_layer, median_ms  # noqa: E402  (results/ab_steps.py)
 
 ROWS, VOCAB = 419, 10_000
 
@@ -91,15 +91,8 @@ def main() -> None:
 
 
 def report(label: str, call) -> None:
-    call()
-    times = []
-    for _ in range(10):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    median = sorted(times)[5]
-    print(f"{label}: {median * 1e3:.2f} ms, {median / ROWS / VOCAB * 1e9:.2f} ns a child")
-
+    milliseconds = median_ms(call, 10)
+    print(f"{label}: {milliseconds:.2f} ms, {milliseconds / 1e3 / ROWS / VOCAB * 1e9:.2f} ns a child")
 
 if __name__ == "__main__":
     main()
