@@ -9,6 +9,7 @@ the run's, and its limit is the run's own rates and then the best rates any of t
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -20,16 +21,20 @@ from bigvocab.bench.selection import candidate_by_label
 from bigvocab.bench.side_data import build_layer, synthetic_side_data
 
 HERE = Path(__file__).resolve().parent
-S28, S29 = HERE.parent / "bench-speed-s28", HERE.parent / "bench-speed-s29"
-RUNS = {
-    "s28 first (d34ad39)": S28 / "results.json",
-    "s28 second (d34ad39)": S28 / "second-1m" / "results.json",
-    "s28 after the hook (870b968)": S28 / "after-hook-1m" / "results.json",
-    "s29 before (1a81fe1)": S29 / "before" / "results.json",
-    "s29 after (66fdf4e)": S29 / "after" / "results.json",
-    "s30 (c52bd3a)": HERE / "run" / "results.json",
-}
+S29 = HERE.parent / "bench-speed-s29"
 VOCAB, KEY = 1_000_000, "1000000"
+
+
+def earlier_runs() -> dict[str, Path]:
+    """Session 29's list of runs (``../bench-speed-s29/common_limit.RUNS``: session 28's three
+    and its own two), loaded by path since both folders name their script ``common_limit``."""
+    spec = importlib.util.spec_from_file_location("s29_common_limit", S29 / "common_limit.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.RUNS
+
+
+RUNS = {**earlier_runs(), "s30 (c52bd3a)": HERE / "run" / "results.json"}
 
 
 def declared_bytes(labels: set[str], config: dict, vocab: int = VOCAB) -> dict[str, tuple[float, float]]:

@@ -163,7 +163,7 @@ def test_compiled_general_pass_matches_the_path_products(monkeypatch, tree, bias
         logits = hidden[:5].float() @ wide.weight.t() + (wide.bias if bias else 0)
         padded = torch.full((5, V - 1 + 7), float("nan"))
         padded[:, : V - 1] = logits
-        from_padded = general_leaf_log_probs(padded, wide._children, wide._child_offsets, threads=3)
+        from_padded = general_leaf_log_probs(padded, wide._children, wide._child_offsets, wide._leaf_runs, threads=3)
     torch.testing.assert_close(compiled, wide.log_softmax(hidden.float().requires_grad_()).detach())
     torch.testing.assert_close(from_padded, compiled[:5], rtol=0, atol=0)
     every = torch.arange(V)
@@ -172,24 +172,37 @@ def test_compiled_general_pass_matches_the_path_products(monkeypatch, tree, bias
         torch.testing.assert_close(compiled[row].double(), naive, atol=2e-5, rtol=0)
 
 
+@pytest.mark.parametrize("kind", ["class", "user-nary", "huffman"])
+def test_leaf_runs_name_the_nodes_whose_children_are_consecutive_leaves(kind):
+    tree = _layer(_trees()[kind]).tree
+    want = []
+    for node in range(tree.num_nodes):
+        kids = tree.children[tree.child_offsets[node] : tree.child_offsets[node + 1]].tolist()
+        run = all(k >= tree.num_nodes for k in kids) and kids == list(range(kids[0], kids[0] + len(kids)))
+        want.append(kids[0] - tree.num_nodes if run else -1)
+    assert tree.leaf_runs().tolist() == want
+    if kind == "class":  # its classes hold frequency-sorted, consecutive ids; its root holds classes
+        assert want[0] == -1 and all(first >= 0 for first in want[1:])
+
+
 def test_compiled_general_pass_spreads_nan_below_its_node_and_refuses_bad_input():
     from bigvocab.outputs.tree_kernels import general_leaf_log_probs
 
     layer = _layer(_trees()["class"], bias=False).float()
-    children, offsets = layer._children, layer._child_offsets
+    children, offsets, runs = layer._children, layer._child_offsets, layer._leaf_runs
     logits = torch.randn(2, V - 1)
     logits[1, 0] = float("nan")  # a child logit of the root: every leaf of row 1 is NaN
-    out = general_leaf_log_probs(logits, children, offsets, threads=1)
+    out = general_leaf_log_probs(logits, children, offsets, runs, threads=1)
     assert torch.isfinite(out[0]).all() and torch.isnan(out[1]).all()
     logits[1, 0] = float("inf")  # as torch's log-sum-exp: inf - inf
-    assert torch.isnan(general_leaf_log_probs(logits, children, offsets, threads=1)[1]).all()
+    assert torch.isnan(general_leaf_log_probs(logits, children, offsets, runs, threads=1)[1]).all()
     logits[1, 0], logits[1, -1] = 0.0, float("-inf")  # a leaf that can never be chosen
-    out = general_leaf_log_probs(logits, children, offsets, threads=1)
+    out = general_leaf_log_probs(logits, children, offsets, runs, threads=1)
     assert torch.isfinite(out[1].logsumexp(0)) and (out[1] == float("-inf")).sum() == 1
     with pytest.raises(ValueError, match=f"{V - 1} child logits need at least that many columns"):
-        general_leaf_log_probs(logits[:, :-1], children, offsets, threads=1)
+        general_leaf_log_probs(logits[:, :-1], children, offsets, runs, threads=1)
     with pytest.raises(TypeError, match="float32"):
-        general_leaf_log_probs(logits.double(), children, offsets, threads=1)
+        general_leaf_log_probs(logits.double(), children, offsets, runs, threads=1)
 
 
 @pytest.mark.parametrize("bias", [True, False])

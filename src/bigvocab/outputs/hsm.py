@@ -218,6 +218,7 @@ class HierarchicalSoftmax(OutputLayer):
             "param_base": param_base,
             "child_offsets": tree.child_offsets,
             "children": tree.children,
+            "leaf_runs": tree.leaf_runs(),
             "param_owner": torch.repeat_interleave(torch.arange(num_nodes), tree.arity - 1),
             "unified_parent": unified_parent.clamp_min(0),
             "edge_row": edge_row,
@@ -386,7 +387,8 @@ class HierarchicalSoftmax(OutputLayer):
         else:
 
             def leaf_log_probs(chunk: Tensor, into: Tensor) -> None:
-                general_leaf_log_probs(chunk, self._children, self._child_offsets, threads=threads, out=into)
+                general_leaf_log_probs(chunk, self._children, self._child_offsets, self._leaf_runs,
+                                       threads=threads, out=into)
 
         for start in range(0, hidden.shape[0], rows_per_chunk):
             h = hidden[start : start + rows_per_chunk]

@@ -133,7 +133,13 @@ def _top_down(
 
 @njit(nogil=True, cache=True, fastmath=FAST, error_model="numpy")
 def _general_top_down(
-    logits: np.ndarray, children: np.ndarray, child_offsets: np.ndarray, out: np.ndarray, lo: int, hi: int
+    logits: np.ndarray,
+    children: np.ndarray,
+    child_offsets: np.ndarray,
+    leaf_runs: np.ndarray,
+    out: np.ndarray,
+    lo: int,
+    hi: int,
 ) -> None:
     """Rows lo:hi of ``out`` (n, V) from float32 child logits (n, >= V - 1) of a tree of any
     arity: internal node m (numbered parents first) has children ``children[child_offsets[m]:
@@ -142,20 +148,14 @@ def _general_top_down(
 
     Per node: log Z = log(1 + sum of exp(logits)) over its children, shifted by the largest logit
     (or 0); each child then gets its parent's log-probability + its logit - log Z. A node whose
-    children are leaves with consecutive ids (every class of a ``class`` tree) writes them in one
+    children are leaves with consecutive ids (``leaf_runs``, :meth:`Tree.leaf_runs
+    <bigvocab.outputs.trees.Tree.leaf_runs>`: their first leaf, else -1) writes them in one
     straight loop, without a look-up and a branch per child: that loop took 1.2 ns a child, 43% of
     the pass (results/hsm-general-pass/stages.log)."""
     num_nodes = child_offsets.shape[0] - 1
     widest = 0
-    first_leaf = np.full(num_nodes, -1, dtype=np.int64)  # of a node whose children are consecutive leaves
     for node in range(num_nodes):
-        first = child_offsets[node]
-        widest = max(widest, child_offsets[node + 1] - first - 1)
-        consecutive = children[first] >= num_nodes
-        for slot in range(first + 1, child_offsets[node + 1]):
-            consecutive = consecutive and children[slot] == children[slot - 1] + 1
-        if consecutive:
-            first_leaf[node] = children[first] - num_nodes
+        widest = max(widest, child_offsets[node + 1] - child_offsets[node] - 1)
     prefix = np.empty(num_nodes, dtype=np.float32)  # log p(node) of the row being walked
     factor = np.empty(widest, dtype=np.float32)
     bits = np.empty(widest, dtype=np.int32)
@@ -180,7 +180,7 @@ def _general_top_down(
             finite = check == check and peak != np.inf
             log_z = peak + np.float32(np.log(total)) if finite else np.float32(np.nan)
             base = prefix[node] - log_z
-            leaf = first_leaf[node]
+            leaf = leaf_runs[node]
             if leaf >= 0:
                 out[row, leaf] = base
                 for j in range(width):
@@ -252,12 +252,20 @@ def binary_leaf_log_probs(
 
 
 def general_leaf_log_probs(
-    logits: Tensor, children: Tensor, child_offsets: Tensor, *, threads: int, out: Optional[Tensor] = None
+    logits: Tensor,
+    children: Tensor,
+    child_offsets: Tensor,
+    leaf_runs: Tensor,
+    *,
+    threads: int,
+    out: Optional[Tensor] = None,
 ) -> Tensor:
     """(n, W) float32 child logits of a tree of any arity, V - 1 <= W columns (the rest padding,
-    not read), its (M + V - 1,) children as unified ids and (M + 1,) child offsets
-    (:class:`~bigvocab.outputs.trees.Tree`'s canonical arrays) -> (n, V) leaf log-probabilities,
-    into ``out`` when given. CPU tensors; ``threads`` Python threads take contiguous row ranges."""
+    not read), its (M + V - 1,) children as unified ids, (M + 1,) child offsets and (M,) leaf runs
+    (:class:`~bigvocab.outputs.trees.Tree`'s arrays, its :meth:`~bigvocab.outputs.trees.Tree.leaf_runs`
+    computed once per tree rather than by an O(V) loop in every call on every thread) -> (n, V)
+    leaf log-probabilities, into ``out`` when given. CPU tensors; ``threads``
+    Python threads take contiguous row ranges."""
     if logits.dtype != torch.float32:
         raise TypeError(f"the compiled pass of a general tree takes float32 logits, got {logits.dtype}")
     logits = logits.contiguous()
@@ -267,7 +275,8 @@ def general_leaf_log_probs(
         raise ValueError(f"{num_leaves - 1} child logits need at least that many columns, got {logits.shape[1]}")
     if out is None:
         out = logits.new_empty(logits.shape[0], num_leaves)
-    arrays = (logits.numpy(), children.contiguous().numpy(), child_offsets.contiguous().numpy(), out.numpy())
+    arrays = (logits.numpy(), children.contiguous().numpy(), child_offsets.contiguous().numpy(),
+              leaf_runs.contiguous().numpy(), out.numpy())
     # An exp a logit, as the binary pass's softplus a node: the same weight for the thread split.
     run_in_ranges(_general_top_down, arrays, logits.shape[0], threads, work_per_item=64 * (num_leaves - 1))
     return out

@@ -184,6 +184,19 @@ class Tree:
     def is_binary(self) -> bool:
         return bool((self.arity == 2).all())
 
+    def leaf_runs(self) -> Tensor:
+        """(M,): for each internal node whose children are all leaves with consecutive ids, in
+        position order, the first one's leaf id; -1 for the others. A pass over the tree may
+        write such a node's children as one run (every class of a ``class`` tree is one)."""
+        num_nodes, children, first = self.num_nodes, self.children, self.child_offsets[:-1]
+        follows = torch.ones_like(children, dtype=torch.bool)
+        follows[1:] = children[1:] == children[:-1] + 1
+        follows[first] = True  # a node's first child follows nothing
+        fits = ((children >= num_nodes) & follows).long()
+        owner = torch.repeat_interleave(torch.arange(num_nodes), self.arity)
+        every = torch.ones(num_nodes, dtype=torch.long).scatter_reduce(0, owner, fits, "amin")
+        return torch.where(every.bool(), children[first] - num_nodes, -1)
+
     def walk_up(self, leaves: Tensor) -> Iterator[tuple[Tensor, Tensor, Tensor]]:
         """:func:`walk_up` over this tree's arrays."""
         return walk_up(self.leaf_parent, self.leaf_position, self.node_parent, self.node_position, leaves)
