@@ -27,7 +27,7 @@ def shown(row: QualityRow | None) -> str:
     if row is None or row.status != "ok":
         return f"{'-':>24}"
     ratio = f" ({row.ppl_ratio:.2f}x)" if row.ppl_ratio is not None else ""
-    return f"{row.test_ppl:>9.1f}{ratio:<9} {row.tokens_seen / 1e6:>5.2f}M"
+    return f"{row.test_ppl:>9.1f}{ratio:<10} {row.tokens_seen / 1e6:>5.2f}M"
 
 
 def kept(row: QualityRow) -> str:
