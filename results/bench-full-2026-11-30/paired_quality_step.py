@@ -1,7 +1,7 @@
 """Paired check: do the quality rows of two code revisions train as many tokens in the same time?
 
 The binary ``hsm`` rows of this run saw 0.73-0.80x the tokens that ``results/bench-full``'s piece 3
-saw on the same kind of machine (code 8d6958e). This trains one candidate's V = 100k quality row,
+saw on the same kind of machine (code 8d6958e). This trains one candidate's V = 100k (or ``--vocab 10k``) quality row,
 exactly as ``bench --full`` does but for ``--seconds`` with one checkpoint on 2,000 test tokens,
 alternately with each revision's source tree (a fresh process each, ``PYTHONPATH`` set to it), so
 that the machine's drift falls on both alike, and prints tokens per training second.
@@ -24,11 +24,11 @@ from bigvocab.bench.config import BenchConfig
 from bigvocab.bench.quality import corpus_side_data, new_row, quality_tasks, train_and_evaluate
 from bigvocab.bench.selection import candidate_by_label
 from bigvocab.data.corpora import load_corpus
-label, seconds = sys.argv[1], float(sys.argv[2])
+label, seconds, task_index = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
 config = BenchConfig.full()
 quality = dataclasses.replace(config.quality, budget_seconds=seconds, checkpoints=(1.0,), test_tokens=2000)
 config = dataclasses.replace(config, quality=quality)
-task = quality_tasks(config)[1]
+task = quality_tasks(config)[task_index]
 corpus = load_corpus(task.spec, progress=False)
 train_ids = corpus.train[: task.train_tokens]
 candidate = candidate_by_label(label)
@@ -38,10 +38,10 @@ print(json.dumps({"tokens": row.tokens_seen, "seconds": row.train_seconds, "test
 """
 
 
-def run_once(source: str, label: str, seconds: float) -> dict:
+def run_once(source: str, label: str, seconds: float, task_index: int) -> dict:
     env = dict(os.environ, PYTHONPATH=source)
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, label, str(seconds)], env=env, capture_output=True, text=True, check=True
+        [sys.executable, "-c", CHILD, label, str(seconds), str(task_index)], env=env, capture_output=True, text=True, check=True
     )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -52,6 +52,7 @@ def main() -> None:
     parser.add_argument("--label", default="hsm[huffman]")
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--vocab", choices=("10k", "100k"), default="100k", help="the synthetic corpus")
     args = parser.parse_args()
     trees = [tree.split("=", 1) for tree in args.tree]
     rates: dict[str, list[float]] = {name: [] for name, _ in trees}
@@ -59,7 +60,7 @@ def main() -> None:
         # Alternate which tree goes first, so neither always follows a warm page cache.
         order = trees if round_index % 2 == 0 else trees[::-1]
         for name, source in order:
-            result = run_once(source, args.label, args.seconds)
+            result = run_once(source, args.label, args.seconds, 0 if args.vocab == "10k" else 1)
             rate = result["tokens"] / result["seconds"]
             rates[name].append(rate)
             print(f"round {round_index} {name:>6}: {result['tokens']:>9,} tokens in {result['seconds']:.1f} s = "
