@@ -1,8 +1,9 @@
 """The quality rows this run has finished so far, beside the same rows of the run it is to replace.
 
 For each finished (corpus, layer): tokens seen and exact test perplexity / floor at the 360 s
-budget here and in ``results/bench-full`` (whose synthetic rows came from pieces on an Intel Xeon
-at V = 10k and on this EPYC at V = 100k), and here the checkpoint the validation split picks.
+budget here and in ``results/bench-full-2026-11-28``, the run this one replaces (its synthetic
+rows came from pieces on an Intel Xeon at V = 10k and on an AMD EPYC at V = 100k), and here the
+checkpoint the validation split picks.
 Reads the journal while the run goes on, ``results.json`` once it has finished. Run from the
 repository root:
 
@@ -15,7 +16,7 @@ from pathlib import Path
 from bigvocab.bench.rows import QualityRow
 
 HERE = Path("results/bench-full-2026-11-30")
-BEFORE = Path("results/bench-full/results.json")
+BEFORE = Path("results/bench-full-2026-11-28/results.json")
 
 
 def quality_rows(path: Path) -> dict[tuple[str, str], QualityRow]:

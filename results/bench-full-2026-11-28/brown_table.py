@@ -1,6 +1,6 @@
-"""Print the Brown table of results/bench-full/README.md ("Piece 5") from a results.json or journal.
+"""Print the Brown table of results/bench-full-2026-11-28/README.md ("Piece 5") from a results.json or journal.
 
-Usage, from the repository root: ``python3 results/bench-full/brown_table.py results/bench-full/results.json``.
+Usage, from the repository root: ``python3 results/bench-full-2026-11-28/brown_table.py results/bench-full-2026-11-28/results.json``.
 Test perplexity at each checkpoint, ``*`` at the checkpoint with the lowest validation perplexity,
 rows ordered by the test perplexity of that checkpoint; epochs by the end of the budget in brackets.
 """
