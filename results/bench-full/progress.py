@@ -1,4 +1,4 @@
-"""The quality rows this run has finished so far, beside the same rows of the run it is to replace.
+"""The quality rows of this run beside the same rows of the run it replaced.
 
 For each finished (corpus, layer): tokens seen and exact test perplexity / floor at the 360 s
 budget here and in ``results/bench-full-2026-11-28``, the run this one replaces (its synthetic
@@ -7,7 +7,7 @@ checkpoint the validation split picks.
 Reads the journal while the run goes on, ``results.json`` once it has finished. Run from the
 repository root:
 
-    python results/bench-full-2026-11-30/progress.py
+    python results/bench-full/progress.py
 """
 
 import json
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from bigvocab.bench.rows import QualityRow
 
-HERE = Path("results/bench-full-2026-11-30")
+HERE = Path("results/bench-full")
 BEFORE = Path("results/bench-full-2026-11-28/results.json")
 
 
