@@ -2,11 +2,10 @@
 
 The binary ``hsm`` rows of this run saw 0.73-0.80x the tokens that the 2026-11-28 run's piece 3
 (``results/bench-full-2026-11-28``, code 8d6958e, another machine) saw, and every V = 10k row fewer
-than that run's. This trains one
-candidate's V = 100k (or ``--vocab 10k``) quality row exactly as ``bench --full`` does, but for
-``--seconds`` with one checkpoint on 2,000 test tokens,
-alternately with each revision's source tree (a fresh process each, ``PYTHONPATH`` set to it), so
-that the machine's drift falls on both alike, and prints tokens per training second.
+than that run's. This trains one candidate's V = 100k (or ``--vocab 10k``) quality row exactly as
+``bench --full`` does, but for ``--seconds`` with one checkpoint on 2,000 test tokens, alternately
+with each revision's source tree (a fresh process each, ``PYTHONPATH`` set to it), so that the
+machine's drift falls on both alike, and prints tokens per training second.
 
     python results/bench-full/paired_quality_step.py \
         --tree old=/work/old8d/src --tree new=/work/benchrun31/src --label 'hsm[huffman]' --rounds 3

@@ -4,7 +4,8 @@ For each finished (corpus, layer): tokens seen and exact test perplexity / floor
 budget here and in ``results/bench-full-2026-11-28``, the run this one replaces (its synthetic
 rows came from pieces on an Intel Xeon at V = 10k and on an AMD EPYC at V = 100k), and here the
 checkpoint the validation split picks.
-Reads the journal while the run goes on, ``results.json`` once it has finished. Run from the
+While the run went on it read the journal (printing ``progress.log`` after each piece); the bench
+removed the journal when the run finished, so it now reads ``results.json``. Run from the
 repository root:
 
     python results/bench-full/progress.py
@@ -37,7 +38,7 @@ def kept(row: QualityRow) -> str:
 
 
 def main() -> None:
-    source = HERE / "journal.json" if (HERE / "journal.json").exists() else HERE / "results.json"
+    source = HERE / "results.json"
     now, before = quality_rows(source), quality_rows(BEFORE)
     print(f"from {source}; before: {BEFORE}")
     print(f"{'corpus':<19} {'layer':<17} {'before: ppl at 360 s, tokens':>28} {'now: ppl at 360 s, tokens':>26}  kept by validation")
