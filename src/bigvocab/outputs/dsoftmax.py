@@ -10,7 +10,9 @@ instead of V H (a constant factor, not independent of V: D-softmax keeps the exa
 **Defaults are not the paper's.** Issue 16 asks for the band sizes Chen et al. used; their
 table could not be verified from the sources searched (the paper's text was not among them), so
 rather than quote figures from memory the defaults stay this library's own: band edges at 80% and
-95% of the token mass, sections halving from band to band. Pass ``cutoffs`` and ``dims`` to use
+95% of the token mass, sections halving from band to band. The edges are the cutoffs ``adaptive``
+chooses by default, which is how Grave et al. (2017, "Efficient softmax approximation for GPUs",
+section 5) ran D-softmax beside their adaptive softmax. Pass ``cutoffs`` and ``dims`` to use
 the paper's once checked against it.
 
 ``in_features`` must equal the sum of the section sizes: as in the paper, the last hidden layer
