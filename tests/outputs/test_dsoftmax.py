@@ -8,7 +8,8 @@ from reference_checks import assert_matches_reference, assert_topk_is_exact
 
 import bigvocab
 from bigvocab.errors import ConfigError
-from bigvocab.outputs.dsoftmax import default_dims, resolve_cutoffs
+from bigvocab.outputs.bands import resolve_cutoffs
+from bigvocab.outputs.dsoftmax import default_dims
 
 V, H = 40, 9
 

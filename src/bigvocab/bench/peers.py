@@ -21,7 +21,7 @@ from torch import Tensor, nn
 from bigvocab.outputs.adaptive import cluster_cost
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.outputs.cost import Cost, dot_cost, hidden_cost
-from bigvocab.outputs.dsoftmax import resolve_cutoffs
+from bigvocab.outputs.bands import resolve_cutoffs
 from bigvocab.registry import Registry
 
 #: The PyTorch layers the bench runs beside bigvocab's.

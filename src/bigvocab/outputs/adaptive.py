@@ -26,7 +26,7 @@ from torch import Tensor, nn
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.outputs.cost import Cost, dot_cost, hidden_cost
-from bigvocab.outputs.dsoftmax import resolve_cutoffs
+from bigvocab.outputs.bands import resolve_cutoffs
 from bigvocab.outputs.functional import chunk_budget, chunked_logsumexp, chunked_topk
 from bigvocab.registry import OUTPUTS
 from bigvocab.validation import check_positive_float

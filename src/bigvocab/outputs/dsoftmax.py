@@ -10,10 +10,10 @@ instead of V H (a constant factor, not independent of V: D-softmax keeps the exa
 **Defaults are not the paper's.** Issue 16 asks for the band sizes Chen et al. used; their
 table could not be verified from the sources searched (the paper's text was not among them), so
 rather than quote figures from memory the defaults stay this library's own: band edges at 80% and
-95% of the token mass, sections halving from band to band. The edges are the cutoffs ``adaptive``
-chooses by default, which is how Grave et al. (2017, "Efficient softmax approximation for GPUs",
-section 5) ran D-softmax beside their adaptive softmax. Pass ``cutoffs`` and ``dims`` to use
-the paper's once checked against it.
+95% of the token mass (:mod:`bigvocab.outputs.bands`), sections halving from band to band. The
+edges are the cutoffs ``adaptive`` chooses by default, which is how Grave et al. (2017,
+"Efficient softmax approximation for GPUs", section 5) ran D-softmax beside their adaptive
+softmax. Pass ``cutoffs`` and ``dims`` to use the paper's once checked against it.
 
 ``in_features`` must equal the sum of the section sizes: as in the paper, the last hidden layer
 *is* the partition, and the layer holds no projection of its own.
@@ -28,41 +28,11 @@ import torch
 from torch import Tensor, nn
 
 from bigvocab.errors import ConfigError
+from bigvocab.outputs.bands import resolve_cutoffs
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.outputs.cost import Cost, dot_cost, hidden_cost
 from bigvocab.outputs.functional import chunked_logsumexp, chunked_topk
-from bigvocab.outputs.trees import zipf_counts
 from bigvocab.registry import OUTPUTS
-from bigvocab.samplers.base import as_counts
-
-#: Default band edges: the most frequent words holding 80% of the tokens, then up to 95%, then the rest.
-DEFAULT_BAND_MASSES = (0.8, 0.95)
-
-
-def resolve_cutoffs(cutoffs: Optional[Sequence[int]], num_classes: int, counts=None, *, owner: str) -> list[int]:
-    """Validated band edges (ids ``[0, c_1)``, ``[c_1, c_2)``, ..., ``[c_last, V)``).
-
-    Given ``cutoffs`` must be strictly increasing integers in [1, V - 1]. Without them the edges are
-    where the cumulative token mass of the frequency-sorted ids reaches :data:`DEFAULT_BAND_MASSES`,
-    from ``counts`` or, without counts, from a Zipf law (:func:`~bigvocab.outputs.trees.zipf_counts`).
-    """
-    if cutoffs is None:
-        weights = zipf_counts(num_classes) if counts is None else as_counts(counts, num_classes, owner)
-        mass = torch.cumsum(weights, 0) / weights.sum()
-        edges = torch.searchsorted(mass, torch.tensor(DEFAULT_BAND_MASSES, dtype=mass.dtype)) + 1
-        return sorted(set(edges.clamp(1, num_classes - 1).tolist()))
-    try:
-        edges = [int(c) for c in cutoffs]
-    except (TypeError, ValueError):
-        raise ConfigError(f"{owner}: cutoffs must be a sequence of integers, got {cutoffs!r}") from None
-    if any(int(c) != c for c in cutoffs):
-        raise ConfigError(f"{owner}: cutoffs must be integers, got {list(cutoffs)!r}")
-    if any(b <= a for a, b in zip(edges, edges[1:])) or (edges and (edges[0] < 1 or edges[-1] > num_classes - 1)):
-        raise ConfigError(
-            f"{owner}: cutoffs must be strictly increasing integers in [1, {num_classes - 1}] "
-            f"(num_classes={num_classes}), got {edges}"
-        )
-    return edges
 
 
 def default_dims(in_features: int, num_bands: int) -> list[int]:
