@@ -90,6 +90,8 @@ def test_default_bands_follow_the_counts():
     assert [w.shape[1] for w in layer.weights] == layer.dims
     # Without counts a Zipf law gives the same bands for this Zipf-shaped vocabulary.
     assert bigvocab.create_output("dsoftmax", 64, V).cutoffs == layer.cutoffs
+    # The partition Grave et al. (2017) gave D-softmax beside the adaptive softmax: the same cutoffs.
+    assert bigvocab.create_output("adaptive", 64, V, counts=counts).cutoffs == layer.cutoffs
 
 
 def test_helpers():
