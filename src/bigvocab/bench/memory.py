@@ -98,7 +98,7 @@ def measure_rows(spec: dict) -> Iterator[dict]:
 def _load_pair_kernels() -> None:
     """Compile (or load from numba's cache) the pair kernels of the sampling and tree layers, forward
     and backward, so that the first row to use them is not charged the compiler's ~100 MiB."""
-    from bigvocab.outputs.pair_kernels import pair_dots
+    from bigvocab.kernels.pairs import pair_dots
 
     hidden = torch.ones(1, 1, requires_grad=True)
     table = torch.ones(1, 1, requires_grad=True)

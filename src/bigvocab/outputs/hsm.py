@@ -303,7 +303,7 @@ class HierarchicalSoftmax(OutputLayer):
         unique_rows, inverse = distinct_ids(rows, self.weight.shape[0])
         weight = gather_rows(self.weight, unique_rows, sparse=self.sparse_grad)
         if pairs_compiled(hidden):
-            from bigvocab.outputs.pair_kernels import flat_pair_dots  # numba loads on first use
+            from bigvocab.kernels.pairs import flat_pair_dots  # numba loads on first use
 
             logits = flat_pair_dots(hidden, weight, example, inverse)
         else:
@@ -360,14 +360,14 @@ class HierarchicalSoftmax(OutputLayer):
 
     def _compiled_log_softmax(self, hidden: Tensor, rows_per_chunk: int) -> Tensor:
         """Without autograd on CPU: example-major node logits (n, V - 1) and one compiled top-down
-        pass per row (:mod:`bigvocab.outputs.tree_kernels`: a binary tree's, or for float32 any
+        pass per row (:mod:`bigvocab.kernels.trees`: a binary tree's, or for float32 any
         tree's), rows split over torch's threads. The chunks share one logits buffer (and, for a
         float64 binary tree, one softplus buffer): allocating them afresh for every chunk made the
         pass at V = 1M 1.3x slower (results/hsm-log-softmax-buffers). Its rows are padded to an
         aligned width, since the product into rows of V - 1 (odd) columns ran up to 1.75x slower
         (results/hsm-aligned-logits)."""
         # numba loads on first use
-        from bigvocab.outputs.tree_kernels import (
+        from bigvocab.kernels.trees import (
             aligned_width,
             binary_leaf_log_probs,
             general_leaf_log_probs,

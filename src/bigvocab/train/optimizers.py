@@ -53,7 +53,7 @@ class Adagrad(torch.optim.Adagrad):
 
     * A sparse gradient of whole rows on a CPU float32/float64 parameter is applied by a compiled
       kernel that reads and writes each touched row once
-      (:func:`~bigvocab.train.sparse_adagrad.adagrad_rows`; 2.3-2.5x faster than torch's sparse
+      (:func:`~bigvocab.kernels.adagrad.adagrad_rows`; 2.3-2.5x faster than torch's sparse
       step at the quality runs' sizes, 5.7-9x at V = 1M, ``results/sparse-adagrad``); everything else (dense
       gradients, other devices, ``fused``, ``differentiable``, weight decay) takes torch's own
       functional step, and the state (``step``, ``sum``) is torch's, so checkpoints of either load
@@ -65,7 +65,7 @@ class Adagrad(torch.optim.Adagrad):
     """
 
     def step(self, closure=None):  # type: ignore[override]
-        from bigvocab.train.sparse_adagrad import adagrad_rows, compiled_adagrad_applies  # numba on first use
+        from bigvocab.kernels.adagrad import adagrad_rows, compiled_adagrad_applies  # numba on first use
 
         loss = None
         if closure is not None:
@@ -89,7 +89,10 @@ class Adagrad(torch.optim.Adagrad):
                         continue
                     count += 1
                     rate = group["lr"] / (1 + (float(count) - 1) * group["lr_decay"])
-                    adagrad_rows(param, total, grad, rate, group["eps"], maximize=group["maximize"])
+                    if not rows_are_distinct(grad):  # repeated rows are summed first, as torch does
+                        grad = grad.coalesce()
+                    values = -grad._values() if group["maximize"] else grad._values()
+                    adagrad_rows(param, total, grad._indices()[0], values, rate, group["eps"])
                 if rest:
                     functional_adagrad(
                         [params[i] for i in rest],

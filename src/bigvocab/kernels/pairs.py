@@ -15,7 +15,7 @@ walk the table row by row, each row read or written once while the small (N, H) 
 take the random accesses; the hidden states' gradient walks the pairs grouped by example. The
 kernels release the GIL and take ranges of table rows (scores, gradient of the rows) or of
 examples (gradient of h) on plain Python threads, so no two threads write the same element; the
-ranges hold equal numbers of pairs (:func:`~bigvocab.outputs.kernel_threads.run_in_ranges`).
+ranges hold equal numbers of pairs (:func:`~bigvocab.kernels.threads.run_in_ranges`).
 """
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ import torch
 from numba import njit
 from torch import Tensor
 
-from bigvocab.outputs.kernel_threads import run_in_ranges
-from bigvocab.word2vec.kernels import FAST
+from bigvocab.kernels.flags import FAST
+from bigvocab.kernels.threads import run_in_ranges
 
 
 @njit(nogil=True, cache=True, fastmath=FAST, inline="always")

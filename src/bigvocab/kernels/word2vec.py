@@ -35,15 +35,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from bigvocab.kernels.flags import FAST
+
 _LCG_A = np.uint64(25214903917)
 _LCG_C = np.uint64(11)
 _SHIFT = np.uint64(16)
 _INV_2_48 = 1.0 / float(1 << 48)
-
-
-#: LLVM's fast-math flags minus "no NaN / no Inf" (so NaN checks keep working): reductions vectorise.
-#: Every kernel carries them, because numba-level inlining keeps the caller's flags.
-FAST = {"nsz", "arcp", "contract", "afn", "reassoc"}
 
 
 @njit(nogil=True, cache=True, fastmath=FAST, inline="always")

@@ -29,8 +29,8 @@ import torch
 from numba import njit
 from torch import Tensor
 
-from bigvocab.outputs.kernel_threads import run_in_ranges
-from bigvocab.word2vec.kernels import FAST
+from bigvocab.kernels.flags import FAST
+from bigvocab.kernels.threads import run_in_ranges
 
 _LOG2_E = np.float32(1.4426950408889634)
 # ln 2 split so that k * _LN2_HIGH is exact for the k used here (Cody & Waite 1980).
@@ -78,7 +78,7 @@ def _softplus_float32(x: np.ndarray, out: np.ndarray, bits: np.ndarray) -> None:
 
     e^-|x| from :func:`_exp_minus_abs_float32`; log1p(y) = 2 atanh(y / (2 + y)), whose odd series
     in z = y / (2 + y) <= 1/3 is cut after 8 terms (under 2e-9 relative). Within 4 float32 ulp of
-    float64 softplus (tests/outputs/test_tree_kernels.py; measured at most 2.9, torch's float32
+    float64 softplus (tests/kernels/test_tree_kernels.py; measured at most 2.9, torch's float32
     softplus 1.4); numba's Python error model is off, since its division-by-zero check stops the
     loop from vectorising (it then ran 4x slower), and so did cutting the loops into strips."""
     _exp_minus_abs_float32(x, np.float32(0.0), out, bits)

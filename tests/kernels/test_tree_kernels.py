@@ -7,7 +7,7 @@ import torch
 
 pytest.importorskip("numba")
 
-from bigvocab.outputs.tree_kernels import _softplus_float32  # noqa: E402
+from bigvocab.kernels.trees import _softplus_float32  # noqa: E402
 
 
 def _softplus(x: np.ndarray) -> np.ndarray:

@@ -20,8 +20,7 @@ import torch
 from numba import njit
 from torch import Tensor
 
-from bigvocab.outputs.kernel_threads import run_in_ranges
-from bigvocab.outputs.sparse_grads import rows_are_distinct
+from bigvocab.kernels.threads import run_in_ranges
 
 
 # error_model="numpy": a division by zero gives inf (as torch) instead of raising, which also lets
@@ -56,26 +55,17 @@ def compiled_adagrad_applies(param: Tensor, sums: Tensor, grad: Tensor) -> bool:
     )
 
 
-def adagrad_rows(param: Tensor, sums: Tensor, grad: Tensor, rate: float, eps: float, *, maximize: bool) -> None:
-    """One Adagrad step, in place, of the rows of ``param`` (V, ...) and its squared-gradient sums
-    ``sums`` (same shape) that the sparse ``grad`` touches (see :func:`compiled_adagrad_applies`).
-
-    A gradient with repeated rows is coalesced first, as torch does; one whose rows strictly
-    increase (every sampling and tree layer's) is used as it is
-    (:func:`~bigvocab.outputs.sparse_grads.rows_are_distinct`).
+def adagrad_rows(param: Tensor, sums: Tensor, rows: Tensor, values: Tensor, rate: float, eps: float) -> None:
+    """One Adagrad step, in place, of the distinct ``rows`` (U,) of ``param`` (V, ...) and of its
+    squared-gradient sums ``sums`` (same shape), whose gradient rows are ``values`` (U, ...): the
+    indices and values of a sparse gradient of whole rows (see :func:`compiled_adagrad_applies`),
+    each row listed once.
     """
-    if not rows_are_distinct(grad):
-        grad = grad.coalesce()
-    rows = grad._indices()[0]
     if rows.numel() == 0:
         return
-    rows = rows.contiguous().numpy()
-    values = grad._values().contiguous()
-    if maximize:
-        values = -values
     num_rows = param.shape[0]
     weight = param.detach().numpy().reshape(num_rows, -1)
     scalar = weight.dtype.type
-    arrays = (weight, sums.numpy().reshape(num_rows, -1), rows, values.numpy().reshape(rows.shape[0], -1),
-              scalar(rate), scalar(eps))
+    arrays = (weight, sums.numpy().reshape(num_rows, -1), rows.contiguous().numpy(),
+              values.contiguous().numpy().reshape(rows.shape[0], -1), scalar(rate), scalar(eps))
     run_in_ranges(_adagrad_rows, arrays, rows.shape[0], torch.get_num_threads(), work_per_item=weight.shape[1])

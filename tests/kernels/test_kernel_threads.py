@@ -6,8 +6,8 @@ import threading
 import numpy as np
 import pytest
 
-from bigvocab.outputs import kernel_threads
-from bigvocab.outputs.kernel_threads import range_bounds, run_in_ranges
+from bigvocab.kernels import threads as kernel_threads
+from bigvocab.kernels.threads import range_bounds, run_in_ranges
 
 
 def _recorded_ranges(size, threads, **options):

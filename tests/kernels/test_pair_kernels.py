@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from bigvocab.outputs import kernel_threads
-from bigvocab.outputs.pair_kernels import flat_pair_dots, pair_dots
+from bigvocab.kernels import threads as kernel_threads
+from bigvocab.kernels.pairs import flat_pair_dots, pair_dots
 
 
 def _reference(hidden, table, index):
