@@ -61,7 +61,7 @@ def create_output(
         vectors: (V, D) word vectors (hsm's ``clustered`` tree).
         vocab_parallel: a ``torch.distributed`` process group (or ``True`` for the default group
             ``WORLD``): the layer is built whole, alike on every rank (seed torch the same way on
-            each), and this rank keeps its part (:func:`bigvocab.distributed.vocab_parallel`);
+            each), and this rank keeps its part (:func:`bigvocab.outputs.parallel.vocab_parallel`);
             a layer that cannot be split raises a :class:`ConfigError` saying why.
         **kwargs: the layer's own options (``num_samples``, ``sampler``, ``tree``, ``cutoffs``,
             ``scorer``...).
@@ -74,9 +74,7 @@ def create_output(
         return layer
     import torch.distributed as dist  # only a vocabulary-parallel build needs it
 
-    from bigvocab.distributed import vocab_parallel as split  # distributed builds on outputs
-
-    return split(layer, dist.group.WORLD if vocab_parallel is True else vocab_parallel)
+    return layer.shard_vocabulary(dist.group.WORLD if vocab_parallel is True else vocab_parallel)
 
 
 def output_side_inputs(name: str, **options: Any) -> frozenset[str]:

@@ -2,7 +2,7 @@
 
 For each V and each selected row, the same workload (hidden states, targets, seed) is stepped
 (loss, backward, SGD) once by one ordinary process and once by P local processes holding the
-layer vocabulary-parallel (:func:`bigvocab.distributed.vocab_parallel`, gloo on CPU, NCCL with
+layer vocabulary-parallel (:func:`bigvocab.outputs.parallel.vocab_parallel`, gloo on CPU, NCCL with
 ``--device cuda``: rank r on ``cuda:r``). Per rank it reports
 
 * ``param_mib`` -- the layer's parameters and buffers held by the rank;
@@ -38,7 +38,7 @@ from bigvocab.bench.operations import make_optimizer, make_workload, training_st
 from bigvocab.bench.runner import memory_spec
 from bigvocab.bench.selection import candidate_by_label, select_candidates
 from bigvocab.bench.side_data import build_layer, synthetic_side_data
-from bigvocab.distributed import vocab_parallel
+from bigvocab.outputs.parallel import vocab_parallel
 from bigvocab.errors import ConfigError
 
 #: Timed steps after the measured one (their median is reported).

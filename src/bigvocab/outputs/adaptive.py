@@ -196,8 +196,8 @@ class AdaptiveSoftmax(OutputLayer):
 
     def shard_vocabulary(self, group: Any, *, partition: Any = None) -> OutputLayer:
         """Head replicated, each tail cluster's output rows split evenly over ``group``
-        (:class:`~bigvocab.outputs.adaptive_parallel.VocabParallelAdaptive`)."""
-        from bigvocab.outputs.adaptive_parallel import VocabParallelAdaptive  # torch.distributed loads only when a layer is split
+        (:class:`~bigvocab.outputs.parallel.adaptive.VocabParallelAdaptive`)."""
+        from bigvocab.outputs.parallel.adaptive import VocabParallelAdaptive  # torch.distributed loads only when a layer is split
 
         if partition is not None:
             raise ConfigError(

@@ -350,7 +350,7 @@ class HierarchicalSoftmax(OutputLayer):
 
     def _node_logits(self, h: Tensor) -> Tensor:
         """(V - 1, n) scores of every node row for the n hidden states h; a vocabulary-parallel
-        tree (:mod:`bigvocab.outputs.hsm_parallel`) assembles them from the ranks' rows instead."""
+        tree (:mod:`bigvocab.outputs.parallel.hsm`) assembles them from the ranks' rows instead."""
         return row_scores(self.weight, self.bias, h)
 
     def _example_logits(self, h: Tensor, out: Optional[Tensor] = None) -> Tensor:
@@ -481,8 +481,8 @@ class HierarchicalSoftmax(OutputLayer):
 
     def shard_vocabulary(self, group: Any, *, partition: Any = None) -> OutputLayer:
         """Top of the tree replicated, whole subtrees owned by ranks
-        (:class:`~bigvocab.outputs.hsm_parallel.VocabParallelHSM`)."""
-        from bigvocab.outputs.hsm_parallel import VocabParallelHSM  # torch.distributed loads only when a layer is split
+        (:class:`~bigvocab.outputs.parallel.hsm.VocabParallelHSM`)."""
+        from bigvocab.outputs.parallel.hsm import VocabParallelHSM  # torch.distributed loads only when a layer is split
 
         if partition is not None:
             raise ConfigError("hsm splits its tree by subtrees; partition= is for layers over linear rows")

@@ -3,7 +3,7 @@
 Each rank holds ``weight`` (V_r, H) and ``bias`` (V_r,) for the classes of its
 :class:`~bigvocab.distributed.groups.VocabShard` and answers the whole
 :class:`~bigvocab.outputs.scorers.base.Scorer` contract through the sharded maths of
-:mod:`bigvocab.distributed.vocab_parallel`. Every objective (``full``, ``sampled``, ``nce``,
+:mod:`bigvocab.outputs.parallel.functional`. Every objective (``full``, ``sampled``, ``nce``,
 ``neg``, ``target``, ``selfnorm``, ``infreq``, ``ais``) is written against that contract, so each
 gets its vocabulary-parallel form unchanged -- provided that every rank sees the same hidden
 states and makes the same random draws (seed every rank alike: a sampler then draws the same ids
@@ -31,14 +31,14 @@ from torch import Tensor, nn
 from bigvocab.distributed.groups import vocab_shard
 from bigvocab.distributed.partition import VocabPartition
 from bigvocab.distributed.rows import RowLayout, RowSharded
-from bigvocab.distributed.vocab_parallel import (
+from bigvocab.errors import ConfigError
+from bigvocab.outputs.base import OutputLayer
+from bigvocab.outputs.parallel.functional import (
     sharded_class_logits,
     sharded_log_normaliser,
     sharded_logits,
     sharded_topk,
 )
-from bigvocab.errors import ConfigError
-from bigvocab.outputs.base import OutputLayer
 from bigvocab.outputs.scorers.base import Scorer
 
 if TYPE_CHECKING:

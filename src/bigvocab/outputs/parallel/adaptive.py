@@ -10,7 +10,7 @@ each rank's share of the memory and of a step's work is ~1/P whichever clusters 
 targets fall in (splitting whole clusters would leave a rank idle when none of its clusters is hit).
 
 Within a cluster the softmax is the sharded linear softmax of ``full``
-(:mod:`~bigvocab.distributed.vocab_parallel`, Megatron-LM's vocab-parallel cross-entropy scheme,
+(:mod:`~bigvocab.outputs.parallel.functional`, Megatron-LM's vocab-parallel cross-entropy scheme,
 Shoeybi et al. 2019): per cluster hit by the batch, each rank streams its rows into a partial
 log-normaliser, an all-reduce of the maximum and one of the sum of exponentials give the
 cluster's log Z, and an all-reduce of the target scores (zero where another rank owns the row).
@@ -25,10 +25,10 @@ from typing import Any
 from torch import Tensor, nn
 
 from bigvocab.distributed.rows import RowLayout, RowSharded, even_rows
-from bigvocab.distributed.vocab_parallel import sharded_log_normaliser, sharded_logits, sharded_topk
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.adaptive import AdaptiveSoftmax
 from bigvocab.outputs.base import OutputLayer
+from bigvocab.outputs.parallel.functional import sharded_log_normaliser, sharded_logits, sharded_topk
 
 
 class VocabParallelAdaptive(RowSharded, AdaptiveSoftmax):
