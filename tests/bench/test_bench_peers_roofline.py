@@ -19,7 +19,7 @@ from bigvocab.bench.roofline import (
 )
 from bigvocab.bench.rows import OperationTiming, SpeedRow
 from bigvocab.bench.peers import PEERS, LinearCrossEntropyPeer, TorchAdaptivePeer
-from bigvocab.factory import build
+from bigvocab.registry import build
 from bigvocab.registry import OUTPUTS
 
 V, H, N = 50, 16, 9

@@ -18,14 +18,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from bigvocab.outputs.adaptive import cluster_cost
-from bigvocab.outputs.base import OutputLayer
-from bigvocab.outputs.cost import Cost, dot_cost, hidden_cost
 from bigvocab.outputs.bands import resolve_cutoffs
-from bigvocab.registry import Registry
-
-#: The PyTorch layers the bench runs beside bigvocab's.
-PEERS: Registry = Registry("benchmark peer")
+from bigvocab.outputs.base import OutputLayer
+from bigvocab.outputs.cost import Cost, cluster_cost, dot_cost, hidden_cost
+from bigvocab.registry import PEERS
 
 
 @PEERS.register("torch-adaptive")

@@ -15,9 +15,9 @@ from torch import Tensor
 
 from bigvocab.bench.peers import PEERS
 from bigvocab.bench.selection import Candidate
-from bigvocab.factory import build, create_output, output_side_inputs
+from bigvocab.outputs.factory import create_output, output_side_inputs
 from bigvocab.outputs.base import OutputLayer
-from bigvocab.registry import OUTPUTS
+from bigvocab.registry import OUTPUTS, build
 
 #: Width of the word vectors that the clustered tree is built from.
 VECTOR_DIM = 16

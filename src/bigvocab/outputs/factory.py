@@ -1,4 +1,4 @@
-"""``create_output`` / ``create_sampler``: registry lookups that check keyword arguments.
+"""``create_output``: a registry lookup that checks keyword arguments.
 
 A misspelt keyword (``num_sample=``) or one the method does not take gets a :class:`ConfigError`
 naming the method's real options, instead of Python's bare ``unexpected keyword argument``.
@@ -10,32 +10,9 @@ them passes them always and never needs to know which layer reads what.
 """
 from __future__ import annotations
 
-import difflib
-from typing import Any, Mapping
+from typing import Any
 
-from bigvocab.errors import ConfigError
-from bigvocab.registry import OUTPUTS, SAMPLERS, SCORERS, Registry, keyword_options
-
-
-def build(registry: Registry, name: str, args: tuple, side: Mapping[str, Any], kwargs: dict) -> Any:
-    """``registry``'s ``name`` built with positional ``args``, the side inputs it declares among
-    ``side`` (None values are dropped) and ``kwargs``, each checked against its options."""
-    factory = registry.get(name)
-    declared = getattr(factory, "accepted_options", None)
-    options = declared(kwargs) if declared is not None else keyword_options(factory)
-    if options is not None:
-        positional = {"in_features", "num_classes"}
-        for key in kwargs:
-            if key not in options or key in positional:
-                valid = sorted(options - positional - set(side))
-                close = difflib.get_close_matches(key, valid, n=1)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
-                raise ConfigError(
-                    f"{registry.kind} {name!r} does not take {key!r}{hint} "
-                    f"(options: {', '.join(valid) or 'none'})"
-                )
-    given = {key: value for key, value in side.items() if value is not None and (options is None or key in options)}
-    return factory(*args, **kwargs, **given)
+from bigvocab.registry import OUTPUTS, SCORERS, build
 
 
 def create_output(
@@ -83,11 +60,6 @@ def output_side_inputs(name: str, **options: Any) -> frozenset[str]:
     return OUTPUTS.get(name).side_inputs(options)
 
 
-def create_sampler(name: str, num_classes: int, *, counts=None, **kwargs: Any):
-    """Build the registered sampler ``name`` (see :func:`list_samplers`)."""
-    return build(SAMPLERS, name, (num_classes,), {"counts": counts}, kwargs)
-
-
 def list_outputs() -> list[str]:
     """Names of the registered output layers."""
     return OUTPUTS.names()
@@ -96,8 +68,3 @@ def list_outputs() -> list[str]:
 def list_scorers() -> list[str]:
     """Names of the registered scorers (``scorer=`` of the objective-based layers)."""
     return SCORERS.names()
-
-
-def list_samplers() -> list[str]:
-    """Names of the registered samplers."""
-    return SAMPLERS.names()
