@@ -1,7 +1,7 @@
 """``bigvocab list|train|eval|export|bench``: the command-line tool.
 
-Parsing lives here; the work is done by library functions (``bigvocab.train.experiment``'s
-``new_run``, ``resume_run`` and ``train_and_test``, ``load_corpus``, ``perplexity``, ``WordVectors``,
+Parsing lives here; the work is done by library functions (``new_run``, ``resume_run`` and
+``train_and_test`` of ``bigvocab.runs``, ``load_corpus``, ``perplexity``, ``WordVectors``,
 ``bigvocab.bench.main``). Every error a user can cause -- a :class:`BigvocabError`, a missing file,
 a bad option -- ends the command with one line ``bigvocab: error: ...`` on stderr and exit status
 2, and no command writes anything before its inputs have been checked. SIGINT (Ctrl-C) and
@@ -362,7 +362,7 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
     from bigvocab.models.word2vec import WORD2VEC_MODELS
     from bigvocab.registry import MODELS
     from bigvocab.train import CLI_SPELLING, RunLock, check_out_dir, resolve_device
-    from bigvocab.train.experiment import new_run, resume_run, run_summary, train_and_test
+    from bigvocab.runs import new_run, resume_run, run_summary, train_and_test
 
     out = Path(args.out)
     # under torchrun: join the run (None in one process); rank 0 alone locks, writes and prints

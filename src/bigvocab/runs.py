@@ -1,6 +1,8 @@
 """A run as ``bigvocab train`` describes it -- a registered model and output layer named with their
 options, a corpus spec, a run directory -- and what every caller does once training ends: the
-exact test perplexity of the model the run kept.
+exact test perplexity of the model the run kept. A run gets its corpus, its model and its
+trainer here -- word2vec's engine trainer where the engine can train it -- so this module sits
+above :mod:`bigvocab.word2vec`, which builds on :mod:`bigvocab.train`; the CLI calls it.
 
 A run's description (``meta``, stored in every checkpoint) holds the corpus spec with an absolute
 path and the corpus's fingerprint (:func:`~bigvocab.data.corpora.corpus_fingerprint`), so a run
@@ -159,7 +161,7 @@ def resume_run(
     meta = dict(checkpoint.get("meta") or {})
     if "corpus" not in meta or "vocab" not in meta:
         raise ConfigError(f"{str(out_dir / 'last.pt')!r} does not describe its model and corpus (it was not "
-                          "written by bigvocab.train.new_run or 'bigvocab train'); use Trainer.resume")
+                          "written by bigvocab.runs.new_run or 'bigvocab train'); use Trainer.resume")
     spec = corpus or meta["corpus"]
     check_corpus(meta, spec, allow_changed=allow_changed_corpus, spelling=spelling)
     data = load_corpus(spec, vocab=Vocab.from_dict(meta["vocab"]), progress=progress)
