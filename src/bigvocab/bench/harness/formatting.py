@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from bigvocab.bench.rows import OperationTiming, QualityRow, SpeedRow
+from bigvocab.bench.harness.rows import OperationTiming, QualityRow, SpeedRow
 
 MISSING = "–"
 
@@ -21,7 +21,7 @@ def speedup(value: Optional[float]) -> str:
 def speedup_spread(timing: Optional[OperationTiming]) -> str:
     """``"12.3x [11.9–12.8]"``: the median with the interquartile range of the paired ratios;
     ``"0.01x (1 call)"`` for an operation too slow to repeat, ``"1582x (1 pair)"`` for one whose
-    budget allowed a single pair (see ``bigvocab.bench.speed``): a range of one ratio is no spread."""
+    budget allowed a single pair (see ``bigvocab.bench.suites.speed``): a range of one ratio is no spread."""
     if timing is None:
         return MISSING
     if timing.repeats == 0:

@@ -19,9 +19,8 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from bigvocab.bench.config import BenchConfig
-from bigvocab.bench.report import json_safe
-from bigvocab.bench.rows import QualityRow, SpeedRow
+from bigvocab.bench.harness.config import BenchConfig
+from bigvocab.bench.harness.rows import QualityRow, SpeedRow, json_safe
 from bigvocab.errors import ConfigError
 from bigvocab.files import atomic_write_text, remove_stale_temporaries
 

@@ -3,7 +3,7 @@
 For each V, one workload (hidden states, unigram-distributed targets) is shared by all rows. The
 reference ``full`` is warmed up once; each row is built, warmed up (its first training step runs
 under a flop counter), and then timed in ``repeats`` pairs with ``full`` (see
-:mod:`bigvocab.bench.timing`). ``full`` itself is paired with itself: its spread is the noise of
+:mod:`bigvocab.bench.harness.timing`). ``full`` itself is paired with itself: its spread is the noise of
 the measurement. A row that fails to build or to run an operation keeps its place and its error.
 An evaluation operation is first probed on one row: one whose probe predicts a call longer than
 :data:`MAX_CALL_SECONDS` (``char``'s whole-trie ``log_softmax`` at V = 1M) is skipped and the row
@@ -18,10 +18,8 @@ from typing import Callable, Optional
 
 import torch
 
-from bigvocab.bench.config import BenchConfig
-from bigvocab.bench.roofline import counted_flops, required_train_cost
-from bigvocab.bench.memory import MIB
-from bigvocab.bench.operations import (
+from bigvocab.bench.harness.config import BenchConfig
+from bigvocab.bench.harness.operations import (
     OPERATIONS,
     REFERENCE_OPERATION,
     TOPK,
@@ -31,10 +29,12 @@ from bigvocab.bench.operations import (
     layer_operations,
     make_workload,
 )
-from bigvocab.bench.rows import OperationTiming, SpeedRow
-from bigvocab.bench.selection import Candidate
-from bigvocab.bench.side_data import build_layer, synthetic_side_data
-from bigvocab.bench.timing import inner_loop_size, paired_speedup, paired_timings, seconds_per_call, synchronize
+from bigvocab.bench.harness.rows import OperationTiming, SpeedRow
+from bigvocab.bench.harness.selection import Candidate
+from bigvocab.bench.harness.side_data import build_layer, synthetic_side_data
+from bigvocab.bench.harness.timing import inner_loop_size, paired_speedup, paired_timings, seconds_per_call, synchronize
+from bigvocab.bench.suites.memory import MIB
+from bigvocab.bench.suites.roofline import counted_flops, required_train_cost
 from bigvocab.outputs.base import OutputLayer
 
 #: An evaluation operation whose one-row probe predicts a longer call (N' rows) is not timed.
@@ -173,7 +173,7 @@ def measure_vocab(
     done: Optional[dict[str, SpeedRow]] = None,
 ) -> list[SpeedRow]:
     """One row per candidate at vocabulary size ``vocab_size``; candidates[0] must be ``full``.
-    ``memory`` holds the peak-memory results by label (see :mod:`bigvocab.bench.memory`); a
+    ``memory`` holds the peak-memory results by label (see :mod:`bigvocab.bench.suites.memory`); a
     candidate whose label is in ``done`` (rows of an earlier piece of the run) is not measured
     again, its row is passed on as it was."""
     done = done or {}

@@ -26,9 +26,10 @@ from typing import Iterator, Optional
 
 import torch
 
-from bigvocab.bench.operations import make_optimizer, make_workload, training_step
-from bigvocab.bench.selection import candidate_by_label
-from bigvocab.bench.side_data import build_layer, synthetic_side_data
+from bigvocab.bench.harness.config import BenchConfig
+from bigvocab.bench.harness.operations import make_optimizer, make_workload, training_step
+from bigvocab.bench.harness.selection import candidate_by_label
+from bigvocab.bench.harness.side_data import build_layer, synthetic_side_data
 
 MIB = float(1 << 20)
 _STATUS = "/proc/self/status"
@@ -105,6 +106,21 @@ def _load_pair_kernels() -> None:
     pair_dots(hidden, table, torch.zeros(1, 1, dtype=torch.long)).sum().backward()
 
 
+def memory_spec(config: BenchConfig, candidates, vocab_size: int) -> dict:
+    """What a child process needs to build and step ``candidates`` at ``vocab_size`` (the memory
+    worker; ``bench --distributed`` adds the number of processes)."""
+    return {
+        "labels": [c.label for c in candidates],
+        "vocab_size": vocab_size,
+        "hidden": config.hidden,
+        "batch": config.batch,
+        "seed": config.seed,
+        "num_samples": config.num_samples,
+        "device": config.device,
+        "threads": torch.get_num_threads(),
+    }
+
+
 def measure_memory(spec: dict, *, timeout: Optional[float] = None) -> dict[str, dict]:
     """label -> result of :func:`measure_rows`, in a fresh child process on CPU."""
     if torch.device(spec["device"]).type == "cuda":
@@ -114,7 +130,7 @@ def measure_memory(spec: dict, *, timeout: Optional[float] = None) -> dict[str, 
     env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536")
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "bigvocab.bench.memory_worker"],
+            [sys.executable, "-m", "bigvocab.bench.suites.memory_worker"],
             input=json.dumps(spec),
             capture_output=True,
             text=True,

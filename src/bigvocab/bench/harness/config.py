@@ -92,7 +92,7 @@ class BenchConfig:
     measure_memory: bool = True
     plots: bool = True
     progress: bool = True
-    #: the word2vec engine against gensim (:mod:`bigvocab.bench.word2vec`, ``bench --word2vec``'s rows).
+    #: the word2vec engine against gensim (:mod:`bigvocab.bench.suites.word2vec`, ``bench --word2vec``'s rows).
     word2vec: bool = False
     quality: QualityConfig = field(default_factory=QualityConfig)
 

@@ -13,10 +13,10 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from bigvocab.bench.peers import PEERS
+from bigvocab.bench.harness import peers  # noqa: F401  (registers the peers)
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.base import OutputLayer
-from bigvocab.registry import OUTPUTS, unknown_name_message
+from bigvocab.registry import OUTPUTS, PEERS, unknown_name_message
 
 REFERENCE = "full"
 

@@ -1,12 +1,12 @@
 """Child-process entry of the CPU memory measurement: a JSON spec on stdin, one JSON line per
-row on stdout (see :func:`bigvocab.bench.memory.measure_rows`)."""
+row on stdout (see :func:`bigvocab.bench.suites.memory.measure_rows`)."""
 
 from __future__ import annotations
 
 import json
 import sys
 
-from bigvocab.bench.memory import measure_rows
+from bigvocab.bench.suites.memory import measure_rows
 
 
 def main() -> None:

@@ -7,7 +7,7 @@ from the same seed on the same training split (as many passes as fit), with the 
 and learning rate, for ``budget_seconds`` of training wall time, and measures the *exact* test
 and validation perplexities (every layer's ``log_prob`` normalises over the whole vocabulary) at
 the fractions ``checkpoints`` of that budget. Evaluation is not counted as training time. Nothing
-stops a run early; the validation figures let the recommendation (:mod:`bigvocab.bench.recommend`)
+stops a run early; the validation figures let the recommendation (:mod:`bigvocab.bench.suites.recommend`)
 keep, as early stopping would, the checkpoint with the lowest validation perplexity. On the synthetic
 language each perplexity is also given as a ratio to the language's known floor exp(H), the
 lowest any model can reach; Bengio's Brown protocol runs when a Brown path is given.
@@ -22,10 +22,10 @@ from typing import Callable, Optional
 
 import torch
 
-from bigvocab.bench.config import BenchConfig
-from bigvocab.bench.rows import CurvePoint, QualityRow
-from bigvocab.bench.selection import Candidate
-from bigvocab.bench.side_data import SideData, build_layer, context_vectors
+from bigvocab.bench.harness.config import BenchConfig
+from bigvocab.bench.harness.rows import CurvePoint, QualityRow
+from bigvocab.bench.harness.selection import Candidate
+from bigvocab.bench.harness.side_data import SideData, build_layer, context_vectors
 from bigvocab.models import MODELS  # importing the package registers the models
 
 MODEL = "nnlm"

@@ -6,7 +6,7 @@ of its parameter sweep, over one of three kinds of weights (``--ann-weights``):
 
 * ``clustered``: synthetic weights shaped like trained ones (:func:`clustered_weights`),
 * ``fitted``: a ``full`` layer fitted to the test rows, as the speed bench fits a layer before its
-  fitted top-k (:func:`bigvocab.bench.operations.fitted_copy`; the queries are those rows),
+  fitted top-k (:func:`bigvocab.bench.harness.operations.fitted_copy`; the queries are those rows),
 * a checkpoint of ``bigvocab train``: its output layer, queried with the hidden states of its
   corpus's test split,
 
@@ -15,7 +15,7 @@ this measures
 * recall@k: the fraction of the exact top-k ids the index path returns (k = 10),
 * the speed-up of ``layer.topk(h, k, index=index, normalise=False)`` (search plus exact rescoring
   of the candidates) over the exact ``layer.topk(h, k)`` of ``full``, timed in alternating pairs
-  (:func:`bigvocab.bench.timing.paired_timings`) and summarised as the median paired ratio,
+  (:func:`bigvocab.bench.harness.timing.paired_timings`) and summarised as the median paired ratio,
 * the build time and the bytes the index holds.
 
 ``normalise=False`` returns exact logits: exact log-probabilities would add log Z, one streamed
@@ -39,12 +39,12 @@ import torch
 from torch import Tensor
 
 import bigvocab
-from bigvocab.bench.config import parse_sizes
-from bigvocab.bench.formatting import speedup
-from bigvocab.bench.machine import describe_machine
-from bigvocab.bench.operations import fitted_copy, make_workload
-from bigvocab.bench.side_data import synthetic_side_data
-from bigvocab.bench.timing import paired_speedup, paired_timings
+from bigvocab.bench.harness.config import parse_sizes
+from bigvocab.bench.harness.formatting import speedup
+from bigvocab.bench.harness.machine import describe_machine
+from bigvocab.bench.harness.operations import fitted_copy, make_workload
+from bigvocab.bench.harness.side_data import synthetic_side_data
+from bigvocab.bench.harness.timing import paired_speedup, paired_timings
 from bigvocab.outputs.base import OutputLayer
 
 #: (build options, list of search options) per kind: each build is searched at every point.
@@ -158,7 +158,7 @@ def fitted_inputs(config: AnnConfig) -> AnnInputs:
     recipe = (
         f"V = {config.vocab_size:,}, H = {config.hidden}: `full` initialised under seed {config.seed} and fitted to "
         f"the {config.queries} queries (h ~ N(0, I), targets drawn from the synthetic unigram) by "
-        f"bigvocab.bench.operations.fitted_copy; mean target probability after fitting {target_probability:.3f}"
+        f"bigvocab.bench.harness.operations.fitted_copy; mean target probability after fitting {target_probability:.3f}"
     )
     return AnnInputs(fitted, workload.eval_hidden.detach(), recipe)
 

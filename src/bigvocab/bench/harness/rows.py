@@ -4,20 +4,22 @@ layer at one V) and :class:`QualityRow` (one layer trained on one corpus).
 ``results.json`` holds :func:`dataclasses.asdict` of each row (a timed operation is a nested
 object under ``timings``, a quality curve a list of :class:`CurvePoint` objects);
 ``results.csv`` holds :meth:`SpeedRow.csv_record` / :meth:`QualityRow.csv_record`, the same
-figures with each timing flattened into ``{operation}_{figure}`` columns.
+figures with each timing flattened into ``{operation}_{figure}`` columns; :func:`json_safe` makes
+rows (and whatever holds them) fit for strict JSON.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import math
+from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Optional
 
-from bigvocab.bench.timing import RatioSummary
+from bigvocab.bench.harness.timing import RatioSummary
 
 
 @dataclass
 class OperationTiming:
-    """One operation of a layer timed against ``full``'s (see :mod:`bigvocab.bench.speed`).
+    """One operation of a layer timed against ``full``'s (see :mod:`bigvocab.bench.suites.speed`).
 
     ``speedup`` is the median of the per-repetition ratios full time / layer time, ``q1``/``q3``
     its quartiles and ``min``/``max`` its extremes; ``seconds`` and ``full_seconds`` the median
@@ -73,7 +75,7 @@ class SpeedRow:
     options: dict = field(default_factory=dict)
     #: mean target probability the fitted top-k's fitting reached.
     topk_fitted_target_p: Optional[float] = None
-    #: by operation name (:data:`bigvocab.bench.operations.OPERATIONS`), those that ran.
+    #: by operation name (:data:`bigvocab.bench.harness.operations.OPERATIONS`), those that ran.
     timings: dict[str, OperationTiming] = field(default_factory=dict)
     params: Optional[int] = None
     params_pct: Optional[float] = None
@@ -84,7 +86,7 @@ class SpeedRow:
     flops_source: Optional[str] = None
     counted_flops: Optional[float] = None
     achieved_gflops: Optional[float] = None
-    #: filled at the end of the run (:func:`bigvocab.bench.roofline.add_roofline_fractions`).
+    #: filled at the end of the run (:func:`bigvocab.bench.suites.roofline.add_roofline_fractions`).
     matmul_fraction: Optional[float] = None
     roofline_seconds: Optional[float] = None
     roofline_fraction: Optional[float] = None
@@ -118,7 +120,7 @@ class SpeedRow:
 @dataclass
 class CurvePoint:
     """Exact test perplexity once ``budget_seconds`` of training were due (see
-    :func:`bigvocab.bench.quality.train_on_budget`): ``train_seconds`` actually trained, the
+    :func:`bigvocab.bench.suites.quality.train_on_budget`): ``train_seconds`` actually trained, the
     ``tokens`` and optimiser ``steps`` done by then, the perplexity as a ratio to the
     language's floor (None when the corpus has no known floor), and the exact perplexity on the
     validation split (None in runs made before it was measured), which picks the checkpoint early
@@ -135,7 +137,7 @@ class CurvePoint:
 
 @dataclass
 class QualityRow:
-    """One candidate's NNLM trained on corpus ``dataset`` (see :mod:`bigvocab.bench.quality`).
+    """One candidate's NNLM trained on corpus ``dataset`` (see :mod:`bigvocab.bench.suites.quality`).
 
     ``test_ppl``, ``ppl_ratio`` and ``train_seconds`` are the last point of ``curve``; all
     figures are None when the layer failed (``status`` ``"error"``, the reason in ``error``).
@@ -180,3 +182,16 @@ class QualityRow:
     def csv_record(self) -> dict:
         """The row as columns; the curve stays one (JSON) cell."""
         return asdict(self)
+
+
+def json_safe(value):
+    """JSON has no NaN or Infinity: they become null. Dataclass rows become their fields."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return json_safe(asdict(value))
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: json_safe(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(item) for item in value]
+    return value

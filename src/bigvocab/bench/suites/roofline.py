@@ -35,8 +35,8 @@ from typing import Callable, Optional
 import torch
 from torch import Tensor
 
-from bigvocab.bench.rows import SpeedRow
-from bigvocab.bench.timing import inner_loop_size, seconds_per_call
+from bigvocab.bench.harness.rows import SpeedRow
+from bigvocab.bench.harness.timing import inner_loop_size, seconds_per_call
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.outputs.cost import Cost
 

@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 from typing import Optional
 
-from bigvocab.bench.rows import QualityRow, SpeedRow
+from bigvocab.bench.harness.rows import QualityRow, SpeedRow
 
 MISSING_MATPLOTLIB = "matplotlib is not installed, so no plots were drawn (pip install 'bigvocab[plot]')"
 

@@ -1,12 +1,12 @@
 """Child-process entry of ``bench --distributed``: a JSON spec on stdin, one JSON line per rank
-and row on stdout (see :func:`bigvocab.bench.distributed.run_worker`)."""
+and row on stdout (see :func:`bigvocab.bench.suites.distributed.run_worker`)."""
 
 from __future__ import annotations
 
 import json
 import sys
 
-from bigvocab.bench.distributed import run_worker
+from bigvocab.bench.suites.distributed import run_worker
 
 
 def main() -> None:

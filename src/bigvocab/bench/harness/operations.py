@@ -13,6 +13,9 @@
 
 N' (test-time rows) is N unless N x V floats exceed a cap: a (N, V) distribution at V = 1M does
 not fit in memory for training-sized batches, and test-time batches are smaller anyway.
+
+A benchmark driver outside the bench measures the same things with :func:`bench_layer` (a row's
+layer and workload), :func:`training_step` and :func:`make_optimizer`.
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ from typing import Callable, Optional, Sequence
 import torch
 from torch import Tensor
 
+from bigvocab.bench.harness.config import BenchConfig
+from bigvocab.bench.harness.selection import candidate_by_label
+from bigvocab.bench.harness.side_data import build_layer, synthetic_side_data
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.train.optimizers import Adagrad
 
@@ -84,7 +90,40 @@ def evaluation_rows(num_rows: int, num_classes: int, max_elements: int) -> int:
     return max(1, min(num_rows, max_elements // num_classes))
 
 
+def bench_layer(label: str, vocab_size: int, config: Optional[BenchConfig] = None) -> tuple[OutputLayer, Workload]:
+    """The layer of the bench's row ``label`` at V = ``vocab_size`` and the workload it is timed on,
+    built as the speed suite builds them, so that a driver outside the bench measures what a row
+    of ``bigvocab bench`` measures.
+
+    Args:
+        label: a row as the bench's table names it: a registered layer (``"nce"``), a variant of
+            one (``"hsm[balanced]"``, ``"neg[shared]"``) or a PyTorch peer (``"torch-linear"``);
+            an unknown label is a :class:`~bigvocab.errors.ConfigError` naming the closest rows.
+        vocab_size: V.
+        config: the run whose settings apply -- H (``hidden``), N (``batch``), the cap on N' x V
+            (``max_eval_elements``), ``num_samples``, ``seed`` and ``device``; default
+            :meth:`BenchConfig.full` (H = 256, N = 1024).
+
+    Returns:
+        ``(layer, workload)``: the layer over the synthetic language's counts, spellings and word
+        vectors, built after ``torch.manual_seed(config.seed)`` and moved to ``config.device``;
+        the workload's (N, H) hidden states, (N,) targets drawn from the counts and (N', H) test
+        rows.
+    """
+    config = BenchConfig.full() if config is None else config
+    device = torch.device(config.device)
+    side = synthetic_side_data(vocab_size, seed=config.seed)
+    eval_rows = evaluation_rows(config.batch, vocab_size, config.max_eval_elements)
+    workload = make_workload(side.counts, config.hidden, config.batch, eval_rows, seed=config.seed, device=device)
+    torch.manual_seed(config.seed)
+    layer, _ = build_layer(candidate_by_label(label), config.hidden, vocab_size, side, num_samples=config.num_samples)
+    return layer.to(device), workload
+
+
 def training_step(layer: OutputLayer, optimizer: torch.optim.Optimizer, workload: Workload) -> None:
+    """One training step as the bench times it: ``layer.loss`` (the mean over the workload's N
+    rows), backward to the layer's parameters and to the hidden states, then ``optimizer.step()``;
+    the gradients of the step before are cleared first."""
     optimizer.zero_grad(set_to_none=True)
     workload.hidden.grad = None
     layer.loss(workload.hidden, workload.target).backward()
@@ -92,6 +131,8 @@ def training_step(layer: OutputLayer, optimizer: torch.optim.Optimizer, workload
 
 
 def make_optimizer(layer: OutputLayer) -> torch.optim.Optimizer:
+    """The optimiser of the bench's training steps: plain SGD (which applies a sparse gradient row
+    by row) at :data:`LEARNING_RATE` over the layer's trainable parameters."""
     return torch.optim.SGD([p for p in layer.parameters() if p.requires_grad], lr=LEARNING_RATE)
 
 

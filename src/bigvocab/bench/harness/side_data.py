@@ -13,11 +13,10 @@ from typing import Callable, Optional
 import torch
 from torch import Tensor
 
-from bigvocab.bench.peers import PEERS
-from bigvocab.bench.selection import Candidate
-from bigvocab.outputs.factory import create_output, output_side_inputs
+from bigvocab.bench.harness.selection import Candidate
 from bigvocab.outputs.base import OutputLayer
-from bigvocab.registry import OUTPUTS, build
+from bigvocab.outputs.factory import create_output, output_side_inputs
+from bigvocab.registry import OUTPUTS, PEERS, build
 
 #: Width of the word vectors that the clustered tree is built from.
 VECTOR_DIM = 16

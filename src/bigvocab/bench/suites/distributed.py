@@ -7,7 +7,7 @@ layer vocabulary-parallel (:func:`bigvocab.outputs.parallel.vocab_parallel`, glo
 
 * ``param_mib`` -- the layer's parameters and buffers held by the rank;
 * ``peak_step_mib`` -- the step's working memory above what was resident before it (measured as
-  in :mod:`bigvocab.bench.memory`: VmHWM on CPU, in a child started with a low mmap threshold;
+  in :mod:`bigvocab.bench.suites.memory`: VmHWM on CPU, in a child started with a low mmap threshold;
   ``max_memory_allocated`` on CUDA);
 * ``layer_peak_mib`` -- their sum, the layer's memory at the peak of its step;
 * ``step_seconds`` -- the median of a few timed steps after the measured one.
@@ -32,14 +32,13 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from bigvocab.bench.config import BenchConfig
-from bigvocab.bench.memory import MIB, step_peak_bytes
-from bigvocab.bench.operations import make_optimizer, make_workload, training_step
-from bigvocab.bench.runner import memory_spec
-from bigvocab.bench.selection import candidate_by_label, select_candidates
-from bigvocab.bench.side_data import build_layer, synthetic_side_data
-from bigvocab.outputs.parallel import vocab_parallel
+from bigvocab.bench.harness.config import BenchConfig
+from bigvocab.bench.harness.operations import make_optimizer, make_workload, training_step
+from bigvocab.bench.harness.selection import candidate_by_label, select_candidates
+from bigvocab.bench.harness.side_data import build_layer, synthetic_side_data
+from bigvocab.bench.suites.memory import MIB, memory_spec, step_peak_bytes
 from bigvocab.errors import ConfigError
+from bigvocab.outputs.parallel import vocab_parallel
 
 #: Timed steps after the measured one (their median is reported).
 TIMED_STEPS = 2
@@ -109,12 +108,12 @@ def run_worker(spec: dict) -> list[dict]:
 
 def measure_distributed(spec: dict, world_size: int, *, timeout: Optional[float] = None) -> list[dict]:
     """Rows of one process, then of ``world_size`` processes, each in a fresh child (so that CPU
-    peak memory is measured as in :mod:`bigvocab.bench.memory`)."""
+    peak memory is measured as in :mod:`bigvocab.bench.suites.memory`)."""
     rows: list[dict] = []
     env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536")
     for processes in (1, world_size):
         done = subprocess.run(
-            [sys.executable, "-m", "bigvocab.bench.distributed_worker"],
+            [sys.executable, "-m", "bigvocab.bench.suites.distributed_worker"],
             input=json.dumps({**spec, "world_size": processes}),
             capture_output=True,
             text=True,

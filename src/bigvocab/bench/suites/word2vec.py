@@ -24,7 +24,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from bigvocab.bench.timing import paired_speedup
+from bigvocab.bench.harness.timing import paired_speedup
 from bigvocab.word2vec import Word2Vec
 
 #: (label, sg, hs, hogbatch) rows of the speed table.

@@ -1,7 +1,7 @@
 """The bench's answer: for each corpus and time budget, which layer to use.
 
 From the quality curves (exact test perplexity at fixed fractions of the same training budget,
-:mod:`bigvocab.bench.quality`): at each budget, the layer with the lowest perplexity, and the
+:mod:`bigvocab.bench.suites.quality`): at each budget, the layer with the lowest perplexity, and the
 layer that came within ``tolerance`` (5%) of that best perplexity in the least training time --
 the one to choose when time matters more than the last 5%.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from bigvocab.bench.rows import CurvePoint, QualityRow
+from bigvocab.bench.harness.rows import CurvePoint, QualityRow
 
 #: "Within 5% of the best": perplexity at most (1 + TOLERANCE) times the lowest.
 TOLERANCE = 0.05
