@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import bigvocab
-from bigvocab.factory import create_output, list_scorers, output_side_inputs
+from bigvocab.outputs.factory import create_output, list_scorers, output_side_inputs
 import bigvocab.models  # noqa: F401  (registers the models)
 from bigvocab.registry import MODELS, OUTPUTS, TREES
 
@@ -70,7 +70,7 @@ def test_side_inputs_reach_only_the_layers_that_declare_them():
 def test_hsm_reads_vectors_only_for_a_tree_that_needs_them():
     """Side inputs follow the tree's own declaration, so nobody computes word vectors for a
     Huffman tree, and the CLI's --tree-vectors check names no layer."""
-    from bigvocab.factory import output_side_inputs
+    from bigvocab.outputs.factory import output_side_inputs
 
     assert output_side_inputs("hsm") == {"counts"}
     assert output_side_inputs("hsm", tree="clustered") == {"vectors"}

@@ -1,9 +1,10 @@
 """bigvocab: every large-vocabulary output layer behind one interface, with exact evaluation."""
 from bigvocab import outputs, samplers  # noqa: F401  (importing registers the methods)
 from bigvocab.errors import BigvocabError, CheckpointError, ConfigError, DataError, NonFiniteError, UnknownNameError
-from bigvocab.factory import create_output, create_sampler, list_outputs, list_samplers
 from bigvocab.outputs.base import OutputLayer
+from bigvocab.outputs.factory import create_output, list_outputs
 from bigvocab.samplers.base import Sampler
+from bigvocab.samplers.factory import create_sampler, list_samplers
 from bigvocab.word2vec import KeyedVectors, Word2Vec
 
 __version__ = "0.1.0"

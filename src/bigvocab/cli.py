@@ -1,7 +1,7 @@
 """``bigvocab list|train|eval|export|bench``: the command-line tool.
 
-Parsing lives here; the work is done by library functions (``bigvocab.train.experiment``'s
-``new_run``, ``resume_run`` and ``train_and_test``, ``load_corpus``, ``perplexity``, ``WordVectors``,
+Parsing lives here; the work is done by library functions (``new_run``, ``resume_run`` and
+``train_and_test`` of ``bigvocab.runs``, ``load_corpus``, ``perplexity``, ``WordVectors``,
 ``bigvocab.bench.main``). Every error a user can cause -- a :class:`BigvocabError`, a missing file,
 a bad option -- ends the command with one line ``bigvocab: error: ...`` on stderr and exit status
 2, and no command writes anything before its inputs have been checked. SIGINT (Ctrl-C) and
@@ -141,7 +141,8 @@ def key_value(text: str) -> tuple[str, Any]:
 # ---------------------------------------------------------------------------------- parser
 def build_parser() -> Parser:
     import bigvocab
-    from bigvocab.train import LR_SCHEDULES, OPTIMIZERS, TrainConfig
+    from bigvocab.registry import OPTIMIZERS, SCHEDULES
+    from bigvocab.train import TrainConfig  # importing it registers the optimisers and schedules
 
     parser = Parser(
         prog="bigvocab",
@@ -214,7 +215,7 @@ def build_parser() -> Parser:
     group.add_argument("--lr", type=positive_float, help=f"learning rate (default {defaults.lr})")
     group.add_argument("--momentum", type=nonnegative_float, help=f"momentum, nesterov (default {defaults.momentum})")
     group.add_argument("--weight-decay", type=nonnegative_float, metavar="L2", help="L2 penalty (default 0)")
-    group.add_argument("--lr-schedule", help=f"{', '.join(LR_SCHEDULES)} (default plateau; linear for cw)")
+    group.add_argument("--lr-schedule", help=f"{', '.join(SCHEDULES)} (default plateau; linear for cw)")
     group.add_argument("--lr-decay", type=positive_float, metavar="F",
                        help=f"factor of the exponential and plateau schedules (default {defaults.lr_decay})")
     group.add_argument("--min-lr", type=nonnegative_float, metavar="LR", help=f"default {defaults.min_lr}")
@@ -276,17 +277,17 @@ def build_parser() -> Parser:
 
 # ---------------------------------------------------------------------------------- list
 def run_list(args: argparse.Namespace, extra: Sequence[str]) -> int:
+    import bigvocab.data  # noqa: F401  (registers the corpus kinds)
     import bigvocab.models  # noqa: F401  (registers the models)
-    from bigvocab.data.corpora import CORPORA
-    from bigvocab.registry import MODELS, OUTPUTS, SAMPLERS, SCORERS, TREES
-    from bigvocab.train import OPTIMIZER_REGISTRY, SCHEDULE_REGISTRY
+    import bigvocab.train  # noqa: F401  (registers the optimisers and schedules)
+    from bigvocab.registry import CORPORA, MODELS, OPTIMIZERS, OUTPUTS, SAMPLERS, SCHEDULES, SCORERS, TREES
 
     width = shutil.get_terminal_size((100, 24)).columns
     sections = (("output layers (--output)", OUTPUTS, None), ("scorers", SCORERS, None),
                 ("hsm trees (--tree)", TREES, None), ("samplers (--sampler)", SAMPLERS, None),
                 ("models (--model)", MODELS, None),
-                ("optimizers (--optimizer)", OPTIMIZER_REGISTRY, None),
-                ("lr schedules (--lr-schedule)", SCHEDULE_REGISTRY, None),
+                ("optimizers (--optimizer)", OPTIMIZERS, None),
+                ("lr schedules (--lr-schedule)", SCHEDULES, None),
                 ("corpus specs (--corpus)", CORPORA, lambda name: CORPORA.get(name).form))
     for title, registry, label in sections:
         print(f"{title}:")
@@ -361,7 +362,7 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
     from bigvocab.models.word2vec import WORD2VEC_MODELS
     from bigvocab.registry import MODELS
     from bigvocab.train import CLI_SPELLING, RunLock, check_out_dir, resolve_device
-    from bigvocab.train.experiment import new_run, resume_run, run_summary, train_and_test
+    from bigvocab.runs import new_run, resume_run, run_summary, train_and_test
 
     out = Path(args.out)
     # under torchrun: join the run (None in one process); rank 0 alone locks, writes and prints
@@ -416,7 +417,7 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
 def _check_tree_vectors(args: argparse.Namespace, output_kwargs: dict[str, Any]) -> None:
     """--tree-vectors goes with a layer that declares it reads word vectors (hsm's clustered tree),
     checked before the corpus is read."""
-    from bigvocab.factory import output_side_inputs
+    from bigvocab.outputs.factory import output_side_inputs
 
     reads_vectors = args.output is not None and "vectors" in output_side_inputs(args.output, **output_kwargs)
     if args.tree_vectors is not None and not reads_vectors:

@@ -1,16 +1,28 @@
-"""Name -> constructor registries for output layers, scorers, samplers, models and hsm trees.
+"""Every name -> constructor registry of bigvocab, and the keyword-checked build they share.
 
 A layer becomes usable from Python, the CLI, the contract tests and the benchmark the moment it is
-decorated with ``@OUTPUTS.register("name")``; nothing else needs to know it exists.
+decorated with ``@OUTPUTS.register("name")``; nothing else needs to know it exists. Each registry
+is filled by the package that defines its entries, when that package is imported:
+
+* :data:`OUTPUTS`, :data:`SCORERS`, :data:`TREES` -- :mod:`bigvocab.outputs`;
+* :data:`SAMPLERS` -- :mod:`bigvocab.samplers`;
+* :data:`CORPORA` -- :mod:`bigvocab.data`;
+* :data:`INDEXES` -- :mod:`bigvocab.index`;
+* :data:`MODELS` -- :mod:`bigvocab.models`;
+* :data:`OPTIMIZERS`, :data:`SCHEDULES` -- :mod:`bigvocab.train`;
+* :data:`PEERS` -- :mod:`bigvocab.bench` (the PyTorch layers the benchmark compares against).
+
+The registries live here, below every package, so that a package can look up another's entries
+by name without importing it.
 """
 from __future__ import annotations
 
 import difflib
 import inspect
 import re
-from typing import Any, Callable, Generic, Optional, TypeVar
+from typing import Any, Callable, Generic, Iterator, Mapping, Optional, TypeVar
 
-from bigvocab.errors import UnknownNameError
+from bigvocab.errors import ConfigError, UnknownNameError
 
 T = TypeVar("T")
 
@@ -51,6 +63,10 @@ class Registry(Generic[T]):
     def __contains__(self, name: object) -> bool:
         return name in self._factories
 
+    def __iter__(self) -> Iterator[str]:
+        """The registered names in registration order."""
+        return iter(self.names())
+
     def describe(self, name: str) -> str:
         """The first paragraph of ``name``'s docstring on one line, without reStructuredText markup."""
         return plain_summary(self.get(name).__doc__ or "")
@@ -80,8 +96,34 @@ def keyword_options(factory: Callable[..., Any]) -> Optional[set[str]]:
     return {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
 
 
+def build(registry: Registry, name: str, args: tuple, side: Mapping[str, Any], kwargs: dict) -> Any:
+    """``registry``'s ``name`` built with positional ``args``, the side inputs it declares among
+    ``side`` (None values are dropped) and ``kwargs``, each checked against its options."""
+    factory = registry.get(name)
+    declared = getattr(factory, "accepted_options", None)
+    options = declared(kwargs) if declared is not None else keyword_options(factory)
+    if options is not None:
+        positional = {"in_features", "num_classes"}
+        for key in kwargs:
+            if key not in options or key in positional:
+                valid = sorted(options - positional - set(side))
+                close = difflib.get_close_matches(key, valid, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise ConfigError(
+                    f"{registry.kind} {name!r} does not take {key!r}{hint} "
+                    f"(options: {', '.join(valid) or 'none'})"
+                )
+    given = {key: value for key, value in side.items() if value is not None and (options is None or key in options)}
+    return factory(*args, **kwargs, **given)
+
+
 OUTPUTS: Registry = Registry("output layer")
 SCORERS: Registry = Registry("scorer")
 SAMPLERS: Registry = Registry("sampler")
 TREES: Registry = Registry("tree")
 MODELS: Registry = Registry("model")
+OPTIMIZERS: Registry = Registry("optimizer")
+SCHEDULES: Registry = Registry("lr schedule")
+CORPORA: Registry = Registry("corpus kind")
+INDEXES: Registry = Registry("index kind")
+PEERS: Registry = Registry("benchmark peer")

@@ -135,8 +135,8 @@ def test_search_layers_also_get_a_fitted_topk_timing(run):
 
 
 def test_the_fitted_copy_is_exact_and_leaves_the_layer_alone():
-    from bigvocab.bench.operations import FittedTopk, make_workload
-    from bigvocab.factory import create_output
+    from bigvocab.bench.harness.operations import FittedTopk, make_workload
+    from bigvocab.outputs.factory import create_output
 
     torch.manual_seed(0)
     counts = [1000 // (i + 1) + 1 for i in range(200)]

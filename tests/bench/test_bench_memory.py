@@ -7,7 +7,7 @@ import os
 import pytest
 import torch
 
-from bigvocab.bench.memory import measure_memory
+from bigvocab.bench.suites.memory import measure_memory
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"), reason="needs Linux /proc/self/clear_refs")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bigvocab.bench import BenchConfig, add_bench_arguments, config_from_args
-from bigvocab.bench.config import parse_size, parse_sizes
+from bigvocab.bench.harness.config import parse_size, parse_sizes
 from bigvocab.errors import ConfigError
 
 
@@ -41,7 +41,7 @@ def test_full_preset_and_overrides():
 def test_the_quality_language_takes_the_presets_zipf_exponent():
     """The full preset's quality runs use the steeper language its sizing measured (zipf 1.5,
     results/quality-sizing-2026-11-26); the corpus the bench loads must be that language."""
-    from bigvocab.bench.quality import quality_tasks
+    from bigvocab.bench.suites.quality import quality_tasks
     from bigvocab.data.corpora import load_corpus
 
     full, quick = BenchConfig.full(), BenchConfig.quick()

@@ -7,7 +7,9 @@ import pytest
 import torch
 
 import bigvocab
-from bigvocab.bench.roofline import (
+from bigvocab.bench.harness.peers import LinearCrossEntropyPeer, TorchAdaptivePeer
+from bigvocab.bench.harness.rows import OperationTiming, SpeedRow
+from bigvocab.bench.suites.roofline import (
     MAX_PROBE_TABLE_BYTES,
     add_roofline_fractions,
     counted_flops,
@@ -17,10 +19,7 @@ from bigvocab.bench.roofline import (
     required_train_cost,
     roofline_seconds,
 )
-from bigvocab.bench.rows import OperationTiming, SpeedRow
-from bigvocab.bench.peers import PEERS, LinearCrossEntropyPeer, TorchAdaptivePeer
-from bigvocab.factory import build
-from bigvocab.registry import OUTPUTS
+from bigvocab.registry import OUTPUTS, PEERS, build
 
 V, H, N = 50, 16, 9
 

@@ -8,8 +8,10 @@ import dataclasses
 from tiny_quality import tiny_quality
 
 from bigvocab.bench import BenchConfig
-from bigvocab.bench import quality as quality_module
-from bigvocab.bench.quality import (
+from bigvocab.bench.harness.rows import QualityRow
+from bigvocab.bench.harness.selection import candidate_by_label
+from bigvocab.bench.suites import quality as quality_module
+from bigvocab.bench.suites.quality import (
     PROBE_STEPS,
     corpus_side_data,
     new_row,
@@ -17,8 +19,6 @@ from bigvocab.bench.quality import (
     train_and_evaluate,
     train_on_budget,
 )
-from bigvocab.bench.rows import QualityRow
-from bigvocab.bench.selection import candidate_by_label
 from bigvocab.data.corpora import load_corpus
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from bigvocab.bench.recommend import AT_BUDGET, ON_VALIDATION, kept_point, recommend
-from bigvocab.bench.rows import CurvePoint, QualityRow
+from bigvocab.bench.harness.rows import CurvePoint, QualityRow
+from bigvocab.bench.suites.recommend import AT_BUDGET, ON_VALIDATION, kept_point, recommend
 
 
 def row(

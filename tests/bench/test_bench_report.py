@@ -9,11 +9,10 @@ from dataclasses import replace
 
 import pytest
 
-from bigvocab.bench import formatting as fmt
-from bigvocab.bench.config import BenchConfig
-from bigvocab.bench.plots import spread_labels, write_plots
-from bigvocab.bench.recommend import recommend
-from bigvocab.bench.rows import CurvePoint, OperationTiming, QualityRow, SpeedRow
+from bigvocab.bench.harness import formatting as fmt
+from bigvocab.bench.harness.config import BenchConfig
+from bigvocab.bench.harness.plots import spread_labels, write_plots
+from bigvocab.bench.harness.rows import CurvePoint, OperationTiming, QualityRow, SpeedRow
 from bigvocab.bench.report import (
     SUMMARY_COLUMNS,
     reproduce_command,
@@ -22,6 +21,7 @@ from bigvocab.bench.report import (
     write_json,
     write_markdown,
 )
+from bigvocab.bench.suites.recommend import recommend
 
 
 def timed(speedup: float, seconds: float = 0.01) -> OperationTiming:
@@ -252,7 +252,7 @@ def test_more_end_labels_than_fit_share_the_height_evenly():
 def test_time_axis_ticks_are_the_budgets_written_plainly():
     """--quick measures at 0.5, 1, 2 and 4 s: a tick format without decimals printed 0.5 as 0."""
     pytest.importorskip("matplotlib")
-    from bigvocab.bench.plots import _pyplot, _tick_at_budgets
+    from bigvocab.bench.harness.plots import _pyplot, _tick_at_budgets
 
     plt = _pyplot()
     figure, axes = plt.subplots()
@@ -263,7 +263,7 @@ def test_time_axis_ticks_are_the_budgets_written_plainly():
 
 
 def test_plots_without_matplotlib_say_why(results, tmp_path, monkeypatch):
-    monkeypatch.setattr("bigvocab.bench.plots._pyplot", lambda: None)
+    monkeypatch.setattr("bigvocab.bench.harness.plots._pyplot", lambda: None)
     paths, notes = write_plots(results, tmp_path)
     assert paths == [] and "matplotlib is not installed" in notes[0]
 

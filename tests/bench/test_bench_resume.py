@@ -11,11 +11,12 @@ import types
 import pytest
 from test_bench_end_to_end import tiny_config
 
-from bigvocab.bench import quality, run_bench, runner, speed
-from bigvocab.bench import journal as journal_module
-from bigvocab.bench.journal import JOURNAL_NAME, BenchJournal
-from bigvocab.bench.selection import select_candidates
-from bigvocab.bench.rows import CurvePoint, OperationTiming, QualityRow, SpeedRow
+from bigvocab.bench import run_bench, runner
+from bigvocab.bench.harness import journal as journal_module
+from bigvocab.bench.harness.journal import JOURNAL_NAME, BenchJournal
+from bigvocab.bench.harness.rows import CurvePoint, OperationTiming, QualityRow, SpeedRow
+from bigvocab.bench.harness.selection import select_candidates
+from bigvocab.bench.suites import quality, speed
 from bigvocab.errors import ConfigError
 
 OUTPUTS = ["full", "sampled", "hsm?huffman?"]
@@ -249,7 +250,7 @@ def test_the_machine_description_names_the_source_revision_of_a_git_checkout():
     from pathlib import Path
 
     import bigvocab
-    from bigvocab.bench.machine import source_revision
+    from bigvocab.bench.harness.machine import source_revision
 
     if not (Path(bigvocab.__file__).resolve().parents[2] / ".git").exists():
         pytest.skip("bigvocab is not imported from a git checkout here")

@@ -6,9 +6,8 @@ from __future__ import annotations
 import pytest
 
 import bigvocab
-from bigvocab.bench.peers import PEERS
-from bigvocab.bench.selection import all_candidates, candidate_by_label, select_candidates
-from bigvocab.registry import OUTPUTS, TREES
+from bigvocab.bench.harness.selection import all_candidates, candidate_by_label, select_candidates
+from bigvocab.registry import OUTPUTS, PEERS, TREES
 
 
 def labels(candidates) -> list[str]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bigvocab.bench.selection import Candidate
-from bigvocab.bench.side_data import SideData, build_layer, class_vectors, context_vectors, synthetic_side_data
+from bigvocab.bench.harness.selection import Candidate
+from bigvocab.bench.harness.side_data import SideData, build_layer, class_vectors, context_vectors, synthetic_side_data
 from bigvocab.data.synthetic import SyntheticLanguage
 from bigvocab.outputs.full import FullSoftmax
 from bigvocab.registry import OUTPUTS

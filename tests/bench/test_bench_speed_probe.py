@@ -4,10 +4,10 @@ from __future__ import annotations
 import torch
 
 import bigvocab
-from bigvocab.bench import formatting
-from bigvocab.bench.operations import make_workload
-from bigvocab.bench.rows import SpeedRow
-from bigvocab.bench.speed import prepare, probe_seconds_per_row
+from bigvocab.bench.harness import formatting
+from bigvocab.bench.harness.operations import make_workload
+from bigvocab.bench.harness.rows import SpeedRow
+from bigvocab.bench.suites.speed import prepare, probe_seconds_per_row
 
 
 def tiny():

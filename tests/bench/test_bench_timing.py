@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from bigvocab.bench import formatting as fmt
-from bigvocab.bench.config import BenchConfig
-from bigvocab.bench.speed import WARMUP_BELOW_SECONDS, Prepared, repeats_within, time_operations, timing_seconds
-from bigvocab.bench.timing import inner_loop_size, paired_speedup, paired_timings
+from bigvocab.bench.harness import formatting as fmt
+from bigvocab.bench.harness.config import BenchConfig
+from bigvocab.bench.harness.timing import inner_loop_size, paired_speedup, paired_timings
+from bigvocab.bench.suites.speed import WARMUP_BELOW_SECONDS, Prepared, repeats_within, time_operations, timing_seconds
 from bigvocab.errors import ConfigError
 
 

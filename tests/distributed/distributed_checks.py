@@ -14,15 +14,9 @@ import torch
 from torch import Tensor, nn
 
 import bigvocab
-from bigvocab.distributed import (
-    VocabParallelScorer,
-    VocabPartition,
-    gather_state_dict,
-    shard_state_dict,
-    vocab_parallel,
-    vocab_shard,
-)
+from bigvocab.distributed import VocabPartition, gather_state_dict, shard_state_dict, vocab_shard
 from bigvocab.errors import BigvocabError
+from bigvocab.outputs.parallel import VocabParallelScorer, vocab_parallel
 
 V, H, N = 13, 5, 7  # V divisible by neither 2 nor 3: uneven shards
 COUNTS = [1000.0 / (i + 1) for i in range(V)]

@@ -14,8 +14,9 @@ import torch
 from torch import Tensor, nn
 
 import bigvocab
-from bigvocab.distributed import gather_state_dict, shard_state_dict, vocab_parallel
+from bigvocab.distributed import gather_state_dict, shard_state_dict
 from bigvocab.distributed.rows import RowSharded
+from bigvocab.outputs.parallel import vocab_parallel
 
 from distributed_checks import H, N, all_checks, raised, relative_error, train
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bigvocab.bench.config import BenchConfig
-from bigvocab.bench.distributed import distributed_table, ratio_rows, run_distributed_bench
+from bigvocab.bench.harness.config import BenchConfig
+from bigvocab.bench.suites.distributed import distributed_table, ratio_rows, run_distributed_bench
 from bigvocab.errors import ConfigError
 
 

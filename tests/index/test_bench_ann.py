@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import bigvocab
-from bigvocab.bench import ann
+from bigvocab.bench.suites import ann
 from bigvocab.checkpoint import load_model
 from bigvocab.cli import main as cli_main
 

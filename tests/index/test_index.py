@@ -12,7 +12,7 @@ import bigvocab
 from bigvocab.errors import ConfigError, UnknownNameError
 from bigvocab.index import StaleIndexError, build_index, list_index_kinds
 from bigvocab.index.ragged import ragged_topk
-from bigvocab.factory import output_side_inputs
+from bigvocab.outputs.factory import output_side_inputs
 
 #: The library each library-backed kind imports; a kind whose library is not installed (the
 #: ``ann`` extra is optional) is skipped, not failed.

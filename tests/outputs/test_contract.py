@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import bigvocab
-from bigvocab.factory import list_scorers
+from bigvocab.outputs.factory import list_scorers
 
 V, H = 37, 6
 

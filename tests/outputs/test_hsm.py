@@ -97,8 +97,8 @@ def test_log_softmax_in_row_chunks_matches_the_path_products(tree, bias):
 def test_compiled_log_softmax_matches_the_differentiable_pass(monkeypatch, bias, dtype):
     """Without autograd a binary tree takes the compiled top-down pass (rows over threads, row
     chunks); it must equal the differentiable level-by-level pass and the path products."""
-    from bigvocab.outputs import kernel_threads
-    from bigvocab.outputs.tree_kernels import binary_leaf_log_probs
+    from bigvocab.kernels import threads as kernel_threads
+    from bigvocab.kernels.trees import binary_leaf_log_probs
 
     monkeypatch.setattr(kernel_threads, "MIN_WORK_PER_THREAD", 1)  # small sizes, yet split over threads
 
@@ -127,7 +127,7 @@ def test_compiled_log_softmax_matches_the_differentiable_pass(monkeypatch, bias,
 def test_compiled_pass_ignores_the_padding_of_wider_logit_rows(dtype):
     """The exact pass writes its node logits into rows padded to an aligned width; the columns
     past the V - 1 nodes (NaN here) must not reach any leaf, and too narrow rows are refused."""
-    from bigvocab.outputs.tree_kernels import ROW_ALIGNMENT, aligned_width, binary_leaf_log_probs
+    from bigvocab.kernels.trees import ROW_ALIGNMENT, aligned_width, binary_leaf_log_probs
 
     layer = _layer(_trees()["huffman"], bias=True).to(dtype)
     children = layer._children.view(-1, 2)
@@ -150,8 +150,8 @@ def test_compiled_general_pass_matches_the_path_products(monkeypatch, tree, bias
     """Without autograd a float32 tree of any arity takes the compiled pass (per node a shifted
     log-sum-exp; rows over threads, row chunks): it must equal the differentiable pass in float32
     and the path products in float64, and read no column past the V - 1 child logits."""
-    from bigvocab.outputs import kernel_threads
-    from bigvocab.outputs.tree_kernels import general_leaf_log_probs
+    from bigvocab.kernels import threads as kernel_threads
+    from bigvocab.kernels.trees import general_leaf_log_probs
 
     monkeypatch.setattr(kernel_threads, "MIN_WORK_PER_THREAD", 1)  # small sizes, yet split over threads
     layer = _layer(_trees()[tree], bias=bias, max_chunk_elements=H)
@@ -186,7 +186,7 @@ def test_leaf_runs_name_the_nodes_whose_children_are_consecutive_leaves(kind):
 
 
 def test_compiled_general_pass_spreads_nan_below_its_node_and_refuses_bad_input():
-    from bigvocab.outputs.tree_kernels import general_leaf_log_probs
+    from bigvocab.kernels.trees import general_leaf_log_probs
 
     layer = _layer(_trees()["class"], bias=False).float()
     children, offsets, runs = layer._children, layer._child_offsets, layer._leaf_runs

@@ -9,7 +9,7 @@ import torch
 from reference_checks import assert_matches_reference
 
 import bigvocab
-from bigvocab.factory import list_scorers
+from bigvocab.outputs.factory import list_scorers
 from bigvocab.registry import SCORERS
 
 V, H, N = 29, 5, 4

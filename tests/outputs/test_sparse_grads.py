@@ -9,7 +9,7 @@ import io
 import pytest
 import torch
 
-from bigvocab.factory import create_output
+from bigvocab.outputs.factory import create_output
 from bigvocab.outputs import sparse_grads
 from bigvocab.outputs.sparse_grads import rows_are_distinct
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-import bigvocab.outputs.kernel_threads as kernel_threads
-import bigvocab.train.sparse_adagrad as sparse_adagrad
+import bigvocab.kernels.threads as kernel_threads
+import bigvocab.kernels.adagrad as sparse_adagrad
 from bigvocab.train.optimizers import Adagrad
 
 V, H = 50, 6

@@ -16,7 +16,8 @@ from bigram_stub import BigramStub
 
 from bigvocab.checkpoint import load_checkpoint
 from bigvocab.errors import ConfigError, DataError, NonFiniteError, RunLockedError, TrainingInterrupted
-from bigvocab.train import OPTIMIZERS, Trainer, TrainConfig, build_optimizers, clip_grad_norm, make_schedule
+from bigvocab.registry import OPTIMIZERS
+from bigvocab.train import Trainer, TrainConfig, build_optimizers, clip_grad_norm, make_schedule
 
 QUIET = dict(progress=False, batch_size=32)
 

@@ -5,7 +5,7 @@ import pytest
 
 pytest.importorskip("numba")
 
-from bigvocab.bench import word2vec as bench  # noqa: E402
+from bigvocab.bench.suites import word2vec as bench  # noqa: E402
 
 
 def test_speed_and_quality_tables(tmp_path, monkeypatch, small_corpus):
@@ -30,7 +30,7 @@ def test_speed_and_quality_tables(tmp_path, monkeypatch, small_corpus):
 
 
 def test_full_bench_has_the_word2vec_rows(tmp_path, monkeypatch):
-    from bigvocab.bench.config import BenchConfig
+    from bigvocab.bench.harness.config import BenchConfig
     from bigvocab.bench.runner import run_bench
 
     assert BenchConfig.full().word2vec and not BenchConfig.quick().word2vec

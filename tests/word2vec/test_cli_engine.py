@@ -55,7 +55,7 @@ def test_new_run_routes_word2vec_to_the_engine(tmp_path):
     """The routing is the library's: new_run picks the engine's trainer where it applies."""
     from bigvocab.errors import ConfigError
     from bigvocab.train import Trainer, TrainConfig
-    from bigvocab.train.experiment import new_run
+    from bigvocab.runs import new_run
     from bigvocab.word2vec.trainer import EngineTrainer
 
     config = TrainConfig(epochs=1, lr=0.025, lr_schedule="linear", min_lr=1e-4, progress=False)

@@ -66,7 +66,7 @@ def test_chunks_end_at_sentence_ends():
 
 
 def test_a_sentence_longer_than_max_sentence_is_cut_where_the_chunk_reaches():
-    from bigvocab.word2vec.kernels import MAX_SENTENCE
+    from bigvocab.kernels.word2vec import MAX_SENTENCE
 
     stream = np.append(np.arange(3 * MAX_SENTENCE, dtype=np.int32), -1)
     assert chunk_end(stream, 5) == 5 and chunk_end(stream, 2 * MAX_SENTENCE + 5) == stream.size

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from bigvocab.errors import ConfigError
-from bigvocab.factory import create_output, list_outputs
+from bigvocab.outputs.factory import create_output, list_outputs
 from bigvocab.models import build_model
 from bigvocab.outputs.engine import ENGINE_KINDS, engine_kind_of, layer_for_engine_kind
 from bigvocab.registry import OUTPUTS

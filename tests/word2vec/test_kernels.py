@@ -15,7 +15,7 @@ pytest.importorskip("numba")
 
 from bigvocab.models import build_model  # noqa: E402
 from bigvocab.word2vec.engine import engine_arrays, staging  # noqa: E402
-from bigvocab.word2vec.kernels import cbow_window, load_staged, sg_pair, sg_window_shared, sync_staged  # noqa: E402
+from bigvocab.kernels.word2vec import cbow_window, load_staged, sg_pair, sg_window_shared, sync_staged  # noqa: E402
 
 V, H, ALPHA = 12, 6, 0.3
 COUNTS = list(range(60, 0, -5))
@@ -171,7 +171,7 @@ def test_saturated_outputs_are_skipped_as_word2vec_does(hs):
     """Beyond MAX_EXP on the label's side the error is under 0.0025 and nothing moves; on the
     wrong side negative sampling takes the full step (word2vec.c's clipped sigmoid) and a tree
     node is skipped (word2vec.c's hierarchical softmax)."""
-    from bigvocab.word2vec.kernels import MAX_EXP, step_size
+    from bigvocab.kernels.word2vec import MAX_EXP, step_size
 
     f = MAX_EXP + 0.5
     assert step_size(f, 1.0, ALPHA, hs) == 0.0 and step_size(-f, 0.0, ALPHA, hs) == 0.0

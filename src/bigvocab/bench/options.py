@@ -6,11 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from bigvocab.bench.config import BenchConfig, parse_patterns, parse_sizes
-from bigvocab.bench.distributed import run_distributed_bench
-from bigvocab.bench.journal import JOURNAL_NAME
+from bigvocab.bench.harness.config import BenchConfig, parse_patterns, parse_sizes
+from bigvocab.bench.harness.journal import JOURNAL_NAME
 from bigvocab.bench.report import summary_table
 from bigvocab.bench.runner import run_bench
+from bigvocab.bench.suites.distributed import run_distributed_bench
 
 
 def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
@@ -112,12 +112,12 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
 def main(args: argparse.Namespace) -> int:
     """Run ``bigvocab bench`` as parsed into ``args``; print the table and where the files are."""
     if getattr(args, "word2vec", False):
-        from bigvocab.bench.word2vec import run_word2vec_bench
+        from bigvocab.bench.suites.word2vec import run_word2vec_bench
 
         run_word2vec_bench(args.brown, args.out, args.repeats or 3)
         return 0
     if getattr(args, "bench_mode", None) == "ann":
-        from bigvocab.bench.ann import main as ann_main
+        from bigvocab.bench.suites.ann import main as ann_main
 
         return ann_main(args)
     config = config_from_args(args)

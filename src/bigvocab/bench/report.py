@@ -6,19 +6,17 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import shlex
-from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Optional
 
-from bigvocab.bench import formatting as fmt
-from bigvocab.bench.config import BenchConfig
-from bigvocab.bench.operations import FIT_STEPS
-from bigvocab.bench.recommend import ON_VALIDATION, TOLERANCE
-from bigvocab.bench.roofline import MAX_PROBE_TABLE_BYTES, probe_table_mib
-from bigvocab.bench.rows import QualityRow, SpeedRow
-from bigvocab.bench.speed import WARMUP_BELOW_SECONDS
+from bigvocab.bench.harness import formatting as fmt
+from bigvocab.bench.harness.config import BenchConfig
+from bigvocab.bench.harness.operations import FIT_STEPS
+from bigvocab.bench.harness.rows import QualityRow, SpeedRow, json_safe
+from bigvocab.bench.suites.recommend import ON_VALIDATION, TOLERANCE
+from bigvocab.bench.suites.roofline import MAX_PROBE_TABLE_BYTES, probe_table_mib
+from bigvocab.bench.suites.speed import WARMUP_BELOW_SECONDS
 from bigvocab.files import atomic_write_text
 from bigvocab.registry import OUTPUTS
 
@@ -55,19 +53,6 @@ def summarise(results: dict) -> list[dict]:
         line["errors"] = "; ".join(errors)
         summary.append(line)
     return summary
-
-
-def json_safe(value):
-    """JSON has no NaN or Infinity: they become null. Dataclass rows become their fields."""
-    if is_dataclass(value) and not isinstance(value, type):
-        return json_safe(asdict(value))
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {key: json_safe(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(item) for item in value]
-    return value
 
 
 def write_json(results: dict, path: Path) -> Path:

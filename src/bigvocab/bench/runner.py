@@ -9,16 +9,18 @@ from typing import Optional, TextIO
 import torch
 from tqdm import tqdm
 
-from bigvocab.bench import formatting
-from bigvocab.bench.config import BenchConfig
-from bigvocab.bench.journal import BenchJournal
-from bigvocab.bench.machine import describe_machine
-from bigvocab.bench.memory import measure_memory
-from bigvocab.bench.plots import write_plots
-from bigvocab.bench.quality import quality_tasks, run_quality_task
+from bigvocab.bench.harness import formatting
+from bigvocab.bench.harness.config import BenchConfig
+from bigvocab.bench.harness.journal import BenchJournal
+from bigvocab.bench.harness.machine import describe_machine
+from bigvocab.bench.harness.plots import write_plots
+from bigvocab.bench.harness.rows import SpeedRow
+from bigvocab.bench.harness.selection import select_candidates
 from bigvocab.bench.report import summarise, write_csv, write_json, write_markdown
-from bigvocab.bench.rows import SpeedRow
-from bigvocab.bench.roofline import (
+from bigvocab.bench.suites.memory import measure_memory, memory_spec
+from bigvocab.bench.suites.quality import quality_tasks, run_quality_task
+from bigvocab.bench.suites.recommend import recommend
+from bigvocab.bench.suites.roofline import (
     add_roofline_fractions,
     matmul_shapes,
     measure_bandwidth,
@@ -26,9 +28,7 @@ from bigvocab.bench.roofline import (
     probe_table_mib,
     probe_table_rows,
 )
-from bigvocab.bench.selection import select_candidates
-from bigvocab.bench.recommend import recommend
-from bigvocab.bench.speed import measure_vocab
+from bigvocab.bench.suites.speed import measure_vocab
 from bigvocab.errors import ConfigError
 from bigvocab.train.rundir import CLI_SPELLING, RunLock
 from bigvocab.validation import check_nonnegative_int, check_positive_float, check_positive_int
@@ -83,14 +83,14 @@ def run_bench(
 ) -> dict:
     """Run the benchmark ``config`` describes and write its files to ``config.out`` (if set).
 
-    Every finished row goes to the run's journal (:mod:`bigvocab.bench.journal`) in ``config.out``
+    Every finished row goes to the run's journal (:mod:`bigvocab.bench.harness.journal`) in ``config.out``
     as it lands; ``resume`` continues the unfinished run there, measuring only the rows it lacks,
     and ``overwrite`` starts afresh over one (without either, an unfinished run there is an error).
 
     Returns the results: ``config``, ``machine``, ``approaches`` (row labels in order),
     ``matmul``, ``bandwidth``, ``speed`` and ``quality`` rows, ``summary`` (the comparison table),
-    ``recommendation`` (:func:`~bigvocab.bench.recommend.recommend`), ``word2vec`` (with
-    ``config.word2vec``, :func:`~bigvocab.bench.word2vec.run_word2vec_bench`), ``notes``,
+    ``recommendation`` (:func:`~bigvocab.bench.suites.recommend.recommend`), ``word2vec`` (with
+    ``config.word2vec``, :func:`~bigvocab.bench.suites.word2vec.run_word2vec_bench`), ``notes``,
     ``phase_seconds`` and ``wall_seconds`` (over all pieces of a resumed run), ``pieces`` (when
     and where each piece ran), ``files``. Lines of the terminal table go to ``stream`` (None: silent).
 
@@ -220,7 +220,7 @@ def _speed_phase(
 
 def _word2vec_phase(config: BenchConfig, printer: _Printer, journal: BenchJournal) -> dict:
     """``bench --word2vec``'s rows (its own files, word2vec.json and word2vec.md, under ``out``)."""
-    from bigvocab.bench.word2vec import run_word2vec_bench  # numba and gensim load only when asked for
+    from bigvocab.bench.suites.word2vec import run_word2vec_bench  # numba and gensim load only when asked for
 
     printer.line("\nword2vec: the engine against gensim")
     rows = run_word2vec_bench(config.brown, config.out, config.repeats, log=printer.line)
@@ -233,21 +233,6 @@ def _bandwidth_line(vocab_size: int, width: int, rates: dict) -> str:
         f"memory bandwidth for V={vocab_size:,} (a {probe_table_mib(vocab_size, width):,.0f} MiB table): stream "
         f"{rates['stream_gbps']:.1f} GB/s, gather {rates['gather_gbps']:.1f} GB/s, scatter {rates['scatter_gbps']:.1f} GB/s"
     )
-
-
-def memory_spec(config: BenchConfig, candidates, vocab_size: int) -> dict:
-    """What a child process needs to build and step ``candidates`` at ``vocab_size`` (the memory
-    worker; ``bench --distributed`` adds the number of processes)."""
-    return {
-        "labels": [c.label for c in candidates],
-        "vocab_size": vocab_size,
-        "hidden": config.hidden,
-        "batch": config.batch,
-        "seed": config.seed,
-        "num_samples": config.num_samples,
-        "device": config.device,
-        "threads": torch.get_num_threads(),
-    }
 
 
 def write_outputs(results: dict, config: BenchConfig, out_dir: Path) -> list[Path]:

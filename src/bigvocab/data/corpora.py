@@ -35,7 +35,7 @@ from tqdm.auto import tqdm
 from bigvocab.data.synthetic import SyntheticLanguage
 from bigvocab.data.vocab import Vocab
 from bigvocab.errors import ConfigError, DataError, UnknownNameError
-from bigvocab.registry import Registry, unknown_name_message
+from bigvocab.registry import CORPORA, unknown_name_message
 
 EOS = "</s>"
 UNK = "<unk>"
@@ -55,13 +55,10 @@ _SPLIT_FILES = ("{}.txt", "ptb.{}.txt", "wiki.{}.tokens")
 #: Bytes hashed at each end of a file for its fingerprint.
 FINGERPRINT_BYTES = 1 << 20
 
-#: The corpus kinds: ``name -> loader(spec, arg, options)``; each loader has a ``form`` (how a spec
-#: of its kind is written) and a docstring whose first paragraph describes it.
-CORPORA: Registry = Registry("corpus kind")
-
-
 def corpus_kind(name: str, form: str) -> Callable:
-    """Register a loader under ``name``; ``form`` shows how a spec of this kind is written."""
+    """Register a loader in :data:`~bigvocab.registry.CORPORA` under ``name``
+    (``name -> loader(spec, arg, options)``); ``form`` shows how a spec of this kind is written,
+    and the loader's docstring's first paragraph describes it."""
 
     def decorate(loader: Callable) -> Callable:
         loader.form = form  # type: ignore[attr-defined]
@@ -509,7 +506,3 @@ def _assemble(
         "words": {split: int((s != eos).sum()) for split, s in streams.items()},
     }
     return Corpus(spec, vocab, streams["train"], streams["valid"], streams["test"], None, meta)
-
-
-#: The spec kinds :func:`load_corpus` understands.
-CORPUS_KINDS: tuple[str, ...] = tuple(CORPORA.names())

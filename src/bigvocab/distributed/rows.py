@@ -1,10 +1,9 @@
 """Parameters whose rows are split over ranks, and the modules that hold them.
 
 Every vocabulary-parallel layer keeps some parameters whole on every rank (replicated) and holds
-only some rows of others: the linear rows of a range of the vocabulary
-(:class:`~bigvocab.distributed.scorer.VocabParallelScorer`), or whatever rows a layer with its own
-structure keeps when it splits itself (its ``shard_vocabulary``, beside it in
-:mod:`bigvocab.outputs`). A :class:`RowLayout` says which
+only some rows of others: the linear rows of a range of the vocabulary, or whatever rows a layer
+with its own structure keeps when it splits itself (its ``shard_vocabulary``; the sharded forms
+are in :mod:`bigvocab.outputs.parallel`). A :class:`RowLayout` says which
 rows of the one-process parameter each rank holds, in its local order, so one piece of code
 gathers a shard into the one-process tensor and cuts it back (checkpoints, optimiser state) for
 every layer: each layer declares its layouts (:meth:`RowSharded.sharded_rows`) and nothing else.

@@ -9,7 +9,8 @@ Two layouts, both under ``torchrun`` (or any launcher that sets ``RANK``/``WORLD
   (the LSTM) restarts it at every batch, because consecutive segments go to different ranks:
   train it vocabulary parallel or in one process.
 * **vocabulary parallel** (``vocab_parallel=True``): every rank sees every batch, the encoder is
-  replicated and the output layer's rows are split (:func:`~bigvocab.distributed.scorer.vocab_parallel`);
+  replicated and the output layer splits its rows itself
+  (:meth:`~bigvocab.outputs.base.OutputLayer.shard_vocabulary`);
   the collectives are inside the layer, so the step needs nothing more.
 
 In both, every rank is seeded alike, rank 0 alone writes files (checkpoints, metrics, progress),
@@ -33,7 +34,6 @@ from bigvocab.distributed.checkpoint import (
     shard_state_dict,
 )
 from bigvocab.distributed.data_parallel import average_gradients, broadcast_module, shard_batches
-from bigvocab.distributed.scorer import vocab_parallel
 from bigvocab.errors import ConfigError
 
 T = TypeVar("T")
@@ -82,7 +82,7 @@ class DistributedTraining:
             raise ConfigError(f"{type(model).__name__} has no output layer to split over the vocabulary")
         broadcast_module(model, self.group)
         if self.vocab_parallel:
-            model.output = vocab_parallel(output, self.group)
+            model.output = output.shard_vocabulary(self.group)
         return model
 
     def batches(self, batches: Iterable[T]) -> Iterator[T]:

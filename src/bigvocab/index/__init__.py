@@ -9,7 +9,7 @@ from bigvocab.index import lsh  # noqa: F401  (registers)
 from bigvocab.index import faiss_ivf  # noqa: F401  (registers)
 from bigvocab.index import faiss_hnsw  # noqa: F401  (registers)
 from bigvocab.index import hnsw  # noqa: F401  (registers)
-from bigvocab.index.base import INDEXES, ApproxIndex, StaleIndexError, build_index, list_index_kinds
+from bigvocab.index.base import ApproxIndex, StaleIndexError, build_index, list_index_kinds
 
 
 def default_kind() -> str:
@@ -22,4 +22,4 @@ def default_kind() -> str:
     return "faiss-ivf"
 
 
-__all__ = ["ApproxIndex", "StaleIndexError", "build_index", "default_kind", "list_index_kinds", "INDEXES"]
+__all__ = ["ApproxIndex", "StaleIndexError", "build_index", "default_kind", "list_index_kinds"]

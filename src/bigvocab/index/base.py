@@ -21,10 +21,7 @@ from torch import Tensor
 from bigvocab.errors import BigvocabError, ConfigError
 from bigvocab.index.mips import lift_queries, lift_rows
 from bigvocab.index.ragged import ragged_topk
-from bigvocab.registry import Registry
-
-#: Index kinds by name; each file of this package registers one.
-INDEXES: Registry = Registry("index kind")
+from bigvocab.registry import INDEXES, build
 
 
 class StaleIndexError(BigvocabError, RuntimeError):
@@ -147,8 +144,6 @@ def build_index(weight: Tensor, bias: Optional[Tensor] = None, *, kind: str, **o
     valid ones. The returned index carries ``build_seconds`` (wall time of lifting the rows and
     building) and the tensor versions it was built from.
     """
-    from bigvocab.factory import build  # the keyword checks that create_output uses
-
     if weight.dim() != 2:
         raise ConfigError(f"weight must be (V, H), got shape {tuple(weight.shape)}")
     if bias is not None and tuple(bias.shape) != (weight.shape[0],):

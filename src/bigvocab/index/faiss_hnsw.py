@@ -12,9 +12,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from bigvocab.index.base import INDEXES
 from bigvocab.index.neighbours import NeighbourIndex
 from bigvocab.index.optional import require
+from bigvocab.registry import INDEXES
 from bigvocab.validation import check_positive_int
 
 

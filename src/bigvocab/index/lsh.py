@@ -16,7 +16,8 @@ import torch
 from torch import Tensor
 
 from bigvocab.errors import ConfigError
-from bigvocab.index.base import INDEXES, ApproxIndex
+from bigvocab.index.base import ApproxIndex
+from bigvocab.registry import INDEXES
 from bigvocab.validation import check_nonnegative_int, check_positive_int
 
 #: Rows hashed at a time while building, to bound the (rows, tables·bits) projections.

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional, Sequence
 
 from bigvocab.errors import ConfigError
-from bigvocab.factory import create_output
+from bigvocab.outputs.factory import create_output
 from bigvocab.models import cw, lstm, nnlm, word2vec  # noqa: F401  (registers)
 from bigvocab.models.base import LanguageModel, RankingModel, WordModel
 from bigvocab.models.cw import CWRanking

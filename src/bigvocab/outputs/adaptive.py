@@ -25,7 +25,7 @@ from torch import Tensor, nn
 
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.base import OutputLayer
-from bigvocab.outputs.cost import Cost, dot_cost, hidden_cost
+from bigvocab.outputs.cost import Cost, cluster_cost
 from bigvocab.outputs.bands import resolve_cutoffs
 from bigvocab.outputs.functional import chunk_budget, chunked_logsumexp, chunked_topk
 from bigvocab.registry import OUTPUTS
@@ -196,8 +196,8 @@ class AdaptiveSoftmax(OutputLayer):
 
     def shard_vocabulary(self, group: Any, *, partition: Any = None) -> OutputLayer:
         """Head replicated, each tail cluster's output rows split evenly over ``group``
-        (:class:`~bigvocab.outputs.adaptive_parallel.VocabParallelAdaptive`)."""
-        from bigvocab.outputs.adaptive_parallel import VocabParallelAdaptive  # torch.distributed loads only when a layer is split
+        (:class:`~bigvocab.outputs.parallel.adaptive.VocabParallelAdaptive`)."""
+        from bigvocab.outputs.parallel.adaptive import VocabParallelAdaptive  # torch.distributed loads only when a layer is split
 
         if partition is not None:
             raise ConfigError(
@@ -210,23 +210,3 @@ class AdaptiveSoftmax(OutputLayer):
             super().extra_repr()
             + f", cutoffs={self.cutoffs}, div_value={self.div_value}, bias={self.head.bias is not None}"
         )
-
-
-def cluster_cost(
-    head: nn.Linear, edges: Sequence[int], tail: Sequence[nn.Module], target: Tensor, *, training: bool
-) -> Cost:
-    """Adaptive softmax (Grave et al. 2017, eq. 5): every row pays the head (shortlist + one logit
-    per cluster); a row whose target lies in cluster i, ids [edges[i], edges[i + 1]), also pays
-    the cluster's projection H -> h_i and its |V_i| outputs of width h_i. ``tail[i]`` is the
-    (projection, output) pair of cluster i."""
-    size = head.weight.element_size()
-    rows = target.numel()
-    head_weights = sum(p.numel() for p in head.parameters())
-    cost = dot_cost(rows, head.weight.numel(), head_weights, element_size=size, training=training)
-    cost = cost + hidden_cost(rows, head.in_features, element_size=size, training=training)
-    for i, (projection, output) in enumerate(tail):
-        in_cluster = int(((target >= edges[i]) & (target < edges[i + 1])).sum())
-        if in_cluster:
-            width = projection.weight.numel() + output.weight.numel()
-            cost = cost + dot_cost(in_cluster, width, width, element_size=size, training=training)
-    return cost

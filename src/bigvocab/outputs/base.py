@@ -130,7 +130,7 @@ class OutputLayer(nn.Module):
 
     def shard_vocabulary(self, group: Any, *, partition: Any = None) -> "OutputLayer":
         """This rank's part of the layer split over the process ``group`` (vocabulary parallel,
-        :mod:`bigvocab.distributed`): the same values and gradients as the one-process layer, each
+        :mod:`bigvocab.outputs.parallel`): the same values and gradients as the one-process layer, each
         rank holding a share of the per-class parameters. It may reuse this layer's modules, so
         use only the returned layer afterwards. ``partition`` (class ranges per rank) applies to
         layers split by contiguous class ranges. A layer with a sharded form overrides this."""

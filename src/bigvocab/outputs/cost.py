@@ -3,7 +3,9 @@
 Each layer declares ``train_cost(target)`` (one training step, forward and backward) and
 ``log_prob_cost(target)`` (exact log-probabilities of the targets, forward only) as a
 :class:`Cost`, from its shape and options alone; the bench's roofline divides them by the
-measured time and the machine's rates, and never needs to know which layer it holds.
+measured time and the machine's rates, and never needs to know which layer it holds. A cost that
+several layers share is written here once: :func:`cluster_cost` serves ``adaptive`` and the
+bench's PyTorch adaptive peer.
 
 Accounting (the standard one of Kaplan et al. 2020, section 2.1):
 
@@ -24,6 +26,9 @@ Accounting (the standard one of Kaplan et al. 2020, section 2.1):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
+
+from torch import Tensor, nn
 
 #: Passes over a touched parameter: forward only, or forward + backward read + gradient write.
 PASSES = {False: 1, True: 3}
@@ -56,3 +61,23 @@ def dot_cost(
 def hidden_cost(rows: int, width: int, *, element_size: int, training: bool) -> Cost:
     """Reading the (rows, width) hidden states, and writing their gradient in training."""
     return Cost(0.0, float((2 if training else 1) * rows * width * element_size))
+
+
+def cluster_cost(
+    head: nn.Linear, edges: Sequence[int], tail: Sequence[nn.Module], target: Tensor, *, training: bool
+) -> Cost:
+    """Adaptive softmax (Grave et al. 2017, eq. 5): every row pays the head (shortlist + one logit
+    per cluster); a row whose target lies in cluster i, ids [edges[i], edges[i + 1]), also pays
+    the cluster's projection H -> h_i and its |V_i| outputs of width h_i. ``tail[i]`` is the
+    (projection, output) pair of cluster i."""
+    size = head.weight.element_size()
+    rows = target.numel()
+    head_weights = sum(p.numel() for p in head.parameters())
+    cost = dot_cost(rows, head.weight.numel(), head_weights, element_size=size, training=training)
+    cost = cost + hidden_cost(rows, head.in_features, element_size=size, training=training)
+    for i, (projection, output) in enumerate(tail):
+        in_cluster = int(((target >= edges[i]) & (target < edges[i + 1])).sum())
+        if in_cluster:
+            width = projection.weight.numel() + output.weight.numel()
+            cost = cost + dot_cost(in_cluster, width, width, element_size=size, training=training)
+    return cost

@@ -73,7 +73,7 @@ def gather_rows(param: Tensor, ids: Tensor, *, sparse: bool = True) -> Tensor:
 
 def pairs_compiled(hidden: Tensor) -> bool:
     """Per-example ids (and a tree's paths) are scored by the compiled pair kernel
-    (:mod:`bigvocab.outputs.pair_kernels`) on CPU in float32 or float64; other devices gather the
+    (:mod:`bigvocab.kernels.pairs`) on CPU in float32 or float64; other devices gather the
     rows and score them with an elementwise product and a sum (which a GPU does well)."""
     return hidden.device.type == "cpu" and hidden.dtype in (torch.float32, torch.float64)
 
@@ -82,7 +82,7 @@ def distinct_ids(ids: Tensor, num_classes: int) -> tuple[Tensor, Tensor]:
     """(unique, inverse) of ids in [0, num_classes): the sorted distinct ids (U,) and, in the
     shape of ``ids``, each one's position in them, as ``torch.unique(..., return_inverse=True)``.
 
-    On the CPU a compiled bitmap over the classes (:func:`~bigvocab.outputs.id_kernels.distinct_sorted`):
+    On the CPU a compiled bitmap over the classes (:func:`~bigvocab.kernels.ids.distinct_sorted`):
     O(V / 64 + M) for M ids and no sort, 2.6-17x faster than :func:`marked_or_sorted_ids` (used
     elsewhere) for a step's 6k-263k ids at V = 10k-1M, and training steps of ``nce``, ``neg`` and
     ``hsm`` 1.05-1.18x faster at V = 1M (results/distinct-ids-bitmap).
@@ -90,7 +90,7 @@ def distinct_ids(ids: Tensor, num_classes: int) -> tuple[Tensor, Tensor]:
     flat = ids.reshape(-1)
     if flat.device.type != "cpu":
         return marked_or_sorted_ids(ids, num_classes)
-    from bigvocab.outputs.id_kernels import distinct_sorted  # numba loads on first use
+    from bigvocab.kernels.ids import distinct_sorted  # numba loads on first use
 
     try:
         unique, inverse = distinct_sorted(flat.to(torch.long).contiguous().numpy(), num_classes)

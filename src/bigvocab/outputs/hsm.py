@@ -303,7 +303,7 @@ class HierarchicalSoftmax(OutputLayer):
         unique_rows, inverse = distinct_ids(rows, self.weight.shape[0])
         weight = gather_rows(self.weight, unique_rows, sparse=self.sparse_grad)
         if pairs_compiled(hidden):
-            from bigvocab.outputs.pair_kernels import flat_pair_dots  # numba loads on first use
+            from bigvocab.kernels.pairs import flat_pair_dots  # numba loads on first use
 
             logits = flat_pair_dots(hidden, weight, example, inverse)
         else:
@@ -350,7 +350,7 @@ class HierarchicalSoftmax(OutputLayer):
 
     def _node_logits(self, h: Tensor) -> Tensor:
         """(V - 1, n) scores of every node row for the n hidden states h; a vocabulary-parallel
-        tree (:mod:`bigvocab.outputs.hsm_parallel`) assembles them from the ranks' rows instead."""
+        tree (:mod:`bigvocab.outputs.parallel.hsm`) assembles them from the ranks' rows instead."""
         return row_scores(self.weight, self.bias, h)
 
     def _example_logits(self, h: Tensor, out: Optional[Tensor] = None) -> Tensor:
@@ -360,14 +360,14 @@ class HierarchicalSoftmax(OutputLayer):
 
     def _compiled_log_softmax(self, hidden: Tensor, rows_per_chunk: int) -> Tensor:
         """Without autograd on CPU: example-major node logits (n, V - 1) and one compiled top-down
-        pass per row (:mod:`bigvocab.outputs.tree_kernels`: a binary tree's, or for float32 any
+        pass per row (:mod:`bigvocab.kernels.trees`: a binary tree's, or for float32 any
         tree's), rows split over torch's threads. The chunks share one logits buffer (and, for a
         float64 binary tree, one softplus buffer): allocating them afresh for every chunk made the
         pass at V = 1M 1.3x slower (results/hsm-log-softmax-buffers). Its rows are padded to an
         aligned width, since the product into rows of V - 1 (odd) columns ran up to 1.75x slower
         (results/hsm-aligned-logits)."""
         # numba loads on first use
-        from bigvocab.outputs.tree_kernels import (
+        from bigvocab.kernels.trees import (
             aligned_width,
             binary_leaf_log_probs,
             general_leaf_log_probs,
@@ -481,8 +481,8 @@ class HierarchicalSoftmax(OutputLayer):
 
     def shard_vocabulary(self, group: Any, *, partition: Any = None) -> OutputLayer:
         """Top of the tree replicated, whole subtrees owned by ranks
-        (:class:`~bigvocab.outputs.hsm_parallel.VocabParallelHSM`)."""
-        from bigvocab.outputs.hsm_parallel import VocabParallelHSM  # torch.distributed loads only when a layer is split
+        (:class:`~bigvocab.outputs.parallel.hsm.VocabParallelHSM`)."""
+        from bigvocab.outputs.parallel.hsm import VocabParallelHSM  # torch.distributed loads only when a layer is split
 
         if partition is not None:
             raise ConfigError("hsm splits its tree by subtrees; partition= is for layers over linear rows")

@@ -38,7 +38,7 @@ class ScoredOutput(OutputLayer):
     Args (shared by every objective):
         scorer: ``"linear"`` (a free row per class; the default, :attr:`default_scorer`),
             ``"cnn"`` (rows from spelling), any registered scorer name
-            (``bigvocab.factory.list_scorers()``), or a built Scorer.
+            (``bigvocab.outputs.factory.list_scorers()``), or a built Scorer.
         bias, max_chunk_elements: passed to the scorer (a per-class bias; scores held at once by
             exact whole-vocabulary computations, None = 2**24, 2**28 on CUDA, and row blocks
             up to the weight's size, at most 2**28, in ``full``'s step).

@@ -21,7 +21,7 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from bigvocab.errors import ConfigError
-from bigvocab.factory import create_sampler
+from bigvocab.samplers.factory import create_sampler
 from bigvocab.outputs.objective import ScoredOutput
 from bigvocab.samplers.base import Sampler, inclusion_probabilities
 from bigvocab.validation import check_flag, check_num_samples

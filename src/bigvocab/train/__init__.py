@@ -8,9 +8,9 @@
 * :mod:`~bigvocab.train.trainer` -- the loop, checkpoints, interrupts.
 """
 from bigvocab.train.config import RESUME_OVERRIDES, TrainConfig, resolve_device
-from bigvocab.train.optimizers import OPTIMIZER_REGISTRY, OPTIMIZERS, build_optimizers, clip_grad_norm
+from bigvocab.train.optimizers import build_optimizers, clip_grad_norm
 from bigvocab.train.rundir import CLI_SPELLING, PYTHON_SPELLING, RUN_FILES, RunLock, check_out_dir
-from bigvocab.train.schedules import LR_SCHEDULES, SCHEDULE_REGISTRY, LRSchedule, make_schedule
+from bigvocab.train.schedules import LRSchedule, make_schedule
 from bigvocab.train.state import epoch_generator, get_rng_state, seed_everything, set_rng_state
 from bigvocab.train.trainer import DivergenceWarning, Trainer
 
@@ -18,14 +18,10 @@ __all__ = [
     "CLI_SPELLING",
     "DivergenceWarning",
     "LRSchedule",
-    "LR_SCHEDULES",
-    "OPTIMIZERS",
-    "OPTIMIZER_REGISTRY",
     "PYTHON_SPELLING",
     "RESUME_OVERRIDES",
     "RUN_FILES",
     "RunLock",
-    "SCHEDULE_REGISTRY",
     "TrainConfig",
     "Trainer",
     "build_optimizers",

@@ -9,9 +9,7 @@ from typing import Any, Optional
 import torch
 
 from bigvocab.errors import ConfigError
-from bigvocab.registry import unknown_name_message
-from bigvocab.train.optimizers import OPTIMIZER_REGISTRY
-from bigvocab.train.schedules import SCHEDULE_REGISTRY
+from bigvocab.registry import OPTIMIZERS, SCHEDULES, unknown_name_message
 from bigvocab.validation import check_nonnegative_int, check_positive_float, check_positive_int
 
 #: Options that may change when a run is resumed; the rest define the run and stay as they were.
@@ -44,7 +42,7 @@ class TrainConfig:
         check_positive_int("epochs", self.epochs)
         check_positive_int("batch_size", self.batch_size)
         check_positive_float("lr", self.lr)
-        for registry, value in ((OPTIMIZER_REGISTRY, self.optimizer), (SCHEDULE_REGISTRY, self.lr_schedule)):
+        for registry, value in ((OPTIMIZERS, self.optimizer), (SCHEDULES, self.lr_schedule)):
             if value not in registry:
                 raise ConfigError(unknown_name_message(registry.kind, str(value), registry.names()))
         if not (isinstance(self.momentum, (int, float)) and 0 <= self.momentum < 1):

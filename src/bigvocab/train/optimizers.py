@@ -17,21 +17,18 @@ from torch.optim.adagrad import adagrad as functional_adagrad
 
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.sparse_grads import rows_are_distinct
-from bigvocab.registry import Registry
+from bigvocab.registry import OPTIMIZERS
 
 if TYPE_CHECKING:
     from bigvocab.train.config import TrainConfig
 
-OPTIMIZER_REGISTRY: Registry = Registry("optimizer")
-
-
-@OPTIMIZER_REGISTRY.register("sgd")
+@OPTIMIZERS.register("sgd")
 def sgd(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool) -> Optional[torch.optim.Optimizer]:
     """Plain stochastic gradient descent; sparse gradients stay sparse."""
     return torch.optim.SGD(params, lr=config.lr, weight_decay=0.0 if sparse else config.weight_decay)
 
 
-@OPTIMIZER_REGISTRY.register("momentum")
+@OPTIMIZERS.register("momentum")
 def momentum(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool) -> Optional[torch.optim.Optimizer]:
     """SGD with heavy-ball momentum (Polyak 1964); sparse gradients are made dense."""
     if sparse:
@@ -39,7 +36,7 @@ def momentum(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool)
     return torch.optim.SGD(params, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay)
 
 
-@OPTIMIZER_REGISTRY.register("nesterov")
+@OPTIMIZERS.register("nesterov")
 def nesterov(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool) -> Optional[torch.optim.Optimizer]:
     """SGD with Nesterov momentum (Sutskever et al. 2013); sparse gradients are made dense."""
     if sparse:
@@ -53,7 +50,7 @@ class Adagrad(torch.optim.Adagrad):
 
     * A sparse gradient of whole rows on a CPU float32/float64 parameter is applied by a compiled
       kernel that reads and writes each touched row once
-      (:func:`~bigvocab.train.sparse_adagrad.adagrad_rows`; 2.3-2.5x faster than torch's sparse
+      (:func:`~bigvocab.kernels.adagrad.adagrad_rows`; 2.3-2.5x faster than torch's sparse
       step at the quality runs' sizes, 5.7-9x at V = 1M, ``results/sparse-adagrad``); everything else (dense
       gradients, other devices, ``fused``, ``differentiable``, weight decay) takes torch's own
       functional step, and the state (``step``, ``sum``) is torch's, so checkpoints of either load
@@ -65,7 +62,7 @@ class Adagrad(torch.optim.Adagrad):
     """
 
     def step(self, closure=None):  # type: ignore[override]
-        from bigvocab.train.sparse_adagrad import adagrad_rows, compiled_adagrad_applies  # numba on first use
+        from bigvocab.kernels.adagrad import adagrad_rows, compiled_adagrad_applies  # numba on first use
 
         loss = None
         if closure is not None:
@@ -89,7 +86,10 @@ class Adagrad(torch.optim.Adagrad):
                         continue
                     count += 1
                     rate = group["lr"] / (1 + (float(count) - 1) * group["lr_decay"])
-                    adagrad_rows(param, total, grad, rate, group["eps"], maximize=group["maximize"])
+                    if not rows_are_distinct(grad):  # repeated rows are summed first, as torch does
+                        grad = grad.coalesce()
+                    values = -grad._values() if group["maximize"] else grad._values()
+                    adagrad_rows(param, total, grad._indices()[0], values, rate, group["eps"])
                 if rest:
                     functional_adagrad(
                         [params[i] for i in rest],
@@ -112,25 +112,25 @@ class Adagrad(torch.optim.Adagrad):
         return loss
 
 
-@OPTIMIZER_REGISTRY.register("adagrad")
+@OPTIMIZERS.register("adagrad")
 def adagrad(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool) -> Optional[torch.optim.Optimizer]:
     """Adagrad (Duchi et al. 2011); sparse gradients stay sparse."""
     return Adagrad(params, lr=config.lr, weight_decay=0.0 if sparse else config.weight_decay)
 
 
-@OPTIMIZER_REGISTRY.register("adadelta")
+@OPTIMIZERS.register("adadelta")
 def adadelta(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool) -> Optional[torch.optim.Optimizer]:
     """Adadelta (Zeiler 2012); sparse gradients are made dense."""
     return None if sparse else torch.optim.Adadelta(params, lr=config.lr, weight_decay=config.weight_decay)
 
 
-@OPTIMIZER_REGISTRY.register("rmsprop")
+@OPTIMIZERS.register("rmsprop")
 def rmsprop(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool) -> Optional[torch.optim.Optimizer]:
     """RMSprop (Tieleman & Hinton 2012); sparse gradients are made dense."""
     return None if sparse else torch.optim.RMSprop(params, lr=config.lr, weight_decay=config.weight_decay)
 
 
-@OPTIMIZER_REGISTRY.register("adam")
+@OPTIMIZERS.register("adam")
 def adam(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool) -> Optional[torch.optim.Optimizer]:
     """Adam (Kingma & Ba 2015); sparse gradients get SparseAdam, which updates only the rows touched."""
     if sparse:
@@ -138,13 +138,10 @@ def adam(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool) -> 
     return torch.optim.Adam(params, lr=config.lr, weight_decay=config.weight_decay)
 
 
-@OPTIMIZER_REGISTRY.register("sparse_adam")
+@OPTIMIZERS.register("sparse_adam")
 def sparse_adam(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool) -> Optional[torch.optim.Optimizer]:
     """The same as adam, under the name PyTorch users look for (SparseAdam on sparse gradients)."""
     return adam(params, config, sparse=sparse)
-
-#: The registered optimiser names.
-OPTIMIZERS: tuple[str, ...] = tuple(OPTIMIZER_REGISTRY.names())
 
 
 def build_optimizers(model: nn.Module, config: "TrainConfig") -> tuple[list[torch.optim.Optimizer], list[nn.Parameter]]:
@@ -157,7 +154,7 @@ def build_optimizers(model: nn.Module, config: "TrainConfig") -> tuple[list[torc
     update of the method), and a warning names the cost. ``dense_params`` are the parameters whose
     sparse gradients the trainer densifies before stepping.
     """
-    make = OPTIMIZER_REGISTRY.get(config.optimizer)
+    make = OPTIMIZERS.get(config.optimizer)
     params = [p for p in model.parameters() if p.requires_grad]
     declared = model.sparse_parameters()
     sparse_ids = {id(p) for p in declared if p.requires_grad}

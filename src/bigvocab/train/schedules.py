@@ -11,10 +11,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from bigvocab.errors import ConfigError
-from bigvocab.registry import Registry
-
-SCHEDULE_REGISTRY: Registry = Registry("lr schedule")
-
+from bigvocab.registry import SCHEDULES
 
 class LRSchedule:
     """A constant rate; the registered kinds override :meth:`at_step` or :meth:`end_of_epoch`.
@@ -49,12 +46,12 @@ class LRSchedule:
         self.lr = float(state["lr"])
 
 
-@SCHEDULE_REGISTRY.register("none")
+@SCHEDULES.register("none")
 class ConstantSchedule(LRSchedule):
     """The initial rate throughout."""
 
 
-@SCHEDULE_REGISTRY.register("linear")
+@SCHEDULES.register("linear")
 class LinearSchedule(LRSchedule):
     """From lr down to min_lr in a straight line over the run's steps (word2vec's alpha)."""
 
@@ -69,7 +66,7 @@ class LinearSchedule(LRSchedule):
         return self.lr
 
 
-@SCHEDULE_REGISTRY.register("exponential")
+@SCHEDULES.register("exponential")
 class ExponentialSchedule(LRSchedule):
     """Times lr_decay after every epoch, down to min_lr."""
 
@@ -78,7 +75,7 @@ class ExponentialSchedule(LRSchedule):
         return self.lr
 
 
-@SCHEDULE_REGISTRY.register("plateau")
+@SCHEDULES.register("plateau")
 class PlateauSchedule(LRSchedule):
     """Times lr_decay after every epoch whose validation perplexity did not improve (Mikolov et al. 2010)."""
 
@@ -90,10 +87,6 @@ class PlateauSchedule(LRSchedule):
         return self.lr
 
 
-#: The registered schedule names.
-LR_SCHEDULES: tuple[str, ...] = tuple(SCHEDULE_REGISTRY.names())
-
-
 def make_schedule(kind: str, lr: float, *, decay: float, min_lr: float, total_steps: Optional[int] = None) -> LRSchedule:
     """The registered schedule ``kind`` (see the module docstring)."""
-    return SCHEDULE_REGISTRY.create(kind, lr, decay=decay, min_lr=min_lr, total_steps=total_steps)
+    return SCHEDULES.create(kind, lr, decay=decay, min_lr=min_lr, total_steps=total_steps)

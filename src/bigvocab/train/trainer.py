@@ -35,10 +35,11 @@ from bigvocab.distributed.training import DistributedTraining
 from bigvocab.errors import CheckpointError, ConfigError, DataError, NonFiniteError, TrainingInterrupted
 from bigvocab.evaluate.perplexity import batch_to, perplexity
 from bigvocab.files import append_json_line, atomic_write_text, remove_stale_temporaries, strict_json
+from bigvocab.registry import SCHEDULES
 from bigvocab.train.config import RESUME_OVERRIDES, TrainConfig, resolve_device
 from bigvocab.train.optimizers import build_optimizers, clip_grad_norm
 from bigvocab.train.rundir import RUN_FILES, RunLock, check_out_dir, clear_run, holds_run
-from bigvocab.train.schedules import SCHEDULE_REGISTRY, LRSchedule, make_schedule
+from bigvocab.train.schedules import LRSchedule, make_schedule
 from bigvocab.train.state import epoch_generator, get_rng_state, seed_everything, set_rng_state
 
 #: The signals after which a run saves and stops: Ctrl-C, and what schedulers and ``docker stop`` send.
@@ -120,9 +121,9 @@ class Trainer:
         self.valid_ids = _check_ids("valid_ids", valid_ids, required=False)
         # Models without a normalised distribution (the C&W ranking model) have no perplexity.
         self.can_validate = self.valid_ids is not None and model.has_distribution
-        if SCHEDULE_REGISTRY.get(self.config.lr_schedule).needs_validation and not self.can_validate:
-            others = ", ".join(name for name in SCHEDULE_REGISTRY.names()
-                               if not SCHEDULE_REGISTRY.get(name).needs_validation)
+        if SCHEDULES.get(self.config.lr_schedule).needs_validation and not self.can_validate:
+            others = ", ".join(name for name in SCHEDULES.names()
+                               if not SCHEDULES.get(name).needs_validation)
             raise ConfigError(
                 f"lr_schedule {self.config.lr_schedule!r} follows validation perplexity, which this run does not "
                 f"have (no valid ids, or a model without a normalised distribution); choose {others}"

@@ -19,7 +19,7 @@ threads together, from ``alpha`` at the first word of the run to ``min_alpha`` a
 (word2vec.c, gensim), and is constant within a chunk. One thread takes the chunks in order, so
 its run is reproducible for a seed. With a tree on several threads, each thread moves its own
 copies of the top nodes' rows, which every example updates, and merges them every few examples
-(:func:`staging`, :func:`kernels.sync_staged`): shared, those rows changed cores on every
+(:func:`staging`, :func:`~bigvocab.kernels.word2vec.sync_staged`): shared, those rows changed cores on every
 example and two threads trained no faster than one. ``should_stop`` (polled by the calling
 thread) ends the epoch once the chunks under way are done, with every chunk before the cursor
 trained, so the epoch resumes from the cursor (a signal stops a run within a chunk, not at the
@@ -45,7 +45,7 @@ from bigvocab.word2vec.corpus import PassedPages
 CHUNK_WORDS = 10000
 
 #: At most this many tree nodes nearest the root are staged: each of several threads moves its own
-#: copy of their rows (:func:`kernels.sync_staged`).
+#: copy of their rows (:func:`~bigvocab.kernels.word2vec.sync_staged`).
 STAGED_ROWS = 63
 
 
@@ -113,7 +113,7 @@ def chunk_end(stream: np.ndarray, at: int) -> int:
     """Where a chunk that reaches position ``at`` ends: just after the first sentence end (-1)
     at or after ``at - 1``, or at ``at`` itself when none comes within MAX_SENTENCE words (the
     kernel cuts a longer sentence into pieces anyway). Reads one block, so a memmap stays cheap."""
-    from bigvocab.word2vec.kernels import MAX_SENTENCE  # numba loads on first use, not on import
+    from bigvocab.kernels.word2vec import MAX_SENTENCE  # numba loads on first use, not on import
 
     size = stream.shape[0]
     if at >= size:
@@ -124,7 +124,7 @@ def chunk_end(stream: np.ndarray, at: int) -> int:
 
 @dataclass
 class Staging:
-    """The tree nodes whose rows each thread copies (:func:`kernels.sync_staged`): those at the
+    """The tree nodes whose rows each thread copies (:func:`~bigvocab.kernels.word2vec.sync_staged`): those at the
     first ``depth`` levels of every path, ``rows`` (m,), and ``slot_of`` (R,), the slot of each
     row among them (-1 for the others)."""
 
@@ -158,7 +158,7 @@ class _Scratch:
     """One thread's work buffers, and its copies of the staged rows."""
 
     def __init__(self, arrays: EngineArrays, rng_seed: int, staged: int) -> None:
-        from bigvocab.word2vec.kernels import MAX_SENTENCE  # numba loads on first use, not on import
+        from bigvocab.kernels.word2vec import MAX_SENTENCE  # numba loads on first use, not on import
 
         size = arrays.syn0.shape[1]
         span = 2 * arrays.window
@@ -260,7 +260,7 @@ def train_epoch(
     set where the learning rate starts). Once ``should_stop()`` is true the threads finish their
     chunks and the pass ends; the result's ``position`` is then where to resume. A
     KeyboardInterrupt in the calling thread stops the threads the same way before it propagates."""
-    from bigvocab.word2vec.kernels import train_chunk
+    from bigvocab.kernels.word2vec import train_chunk
 
     cursor = _Cursor(stream, start, chunk_words, words_before)
     errors: list[BaseException] = []

@@ -1,6 +1,6 @@
 """``EngineTrainer``: the :class:`~bigvocab.train.Trainer` whose epochs run on the compiled engine.
 
-:func:`bigvocab.train.experiment.new_run` (and so ``bigvocab train --model skipgram|cbow``) uses it
+:func:`bigvocab.runs.new_run` (and so ``bigvocab train --model skipgram|cbow``) uses it
 when the engine applies (see :func:`engine_applies` and :func:`trainer_class`), so a run keeps
 everything the trainer gives: ``last.pt`` after every epoch and on SIGINT/SIGTERM (mid-epoch,
 ``step_in_epoch`` then being the position in the word stream), ``metrics.jsonl``, validation

@@ -76,8 +76,8 @@ class LinearScorer(RowScorer):
 
     def shard_rows(self, group: Any, partition: Any = None) -> Scorer:
         """The rows of a contiguous range of classes per rank (``partition``, balanced by row
-        count by default): :class:`~bigvocab.distributed.scorer.VocabParallelScorer`."""
-        from bigvocab.distributed.scorer import VocabParallelScorer  # distributed builds on outputs
+        count by default): :class:`~bigvocab.outputs.parallel.scorer.VocabParallelScorer`."""
+        from bigvocab.outputs.parallel.scorer import VocabParallelScorer  # torch.distributed loads on a split
 
         return VocabParallelScorer.from_linear(self, group, partition)
 

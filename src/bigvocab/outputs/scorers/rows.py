@@ -82,13 +82,13 @@ class RowScorer(Scorer):
         """(N, M) scores of ids (N, M) from the U distinct rows, each gathered (or computed) once:
         no (N·M, H) copy of the rows, and a (U, H) rather than an (N·M, H) gradient.
 
-        The N·M pairs go to the compiled pair kernel (:mod:`bigvocab.outputs.pair_kernels`),
+        The N·M pairs go to the compiled pair kernel (:mod:`bigvocab.kernels.pairs`),
         unless the examples drew so many ids that the (N, U) product over every distinct row
         costs less: a BLAS product runs about :data:`PRODUCT_ADVANTAGE` times faster per
         multiply-add than the kernel's scattered row reads, so it wins while U is below that
         many times M (and its (N, U) block fits the chunk budget).
         """
-        from bigvocab.outputs.pair_kernels import pair_dots  # numba loads on first use
+        from bigvocab.kernels.pairs import pair_dots  # numba loads on first use
 
         if self._score_in_place(ids):
             logits = pair_dots(hidden, self.all_rows(), ids)

@@ -1,0 +1,201 @@
+"""PNG plots of a run (matplotlib is optional: ``pip install bigvocab[plot]``).
+
+* ``speedup_vs_vocab.png`` -- training speed-up over ``full`` against V, log-log, with the
+  interquartile range of the paired ratios as error bars.
+* ``perplexity_vs_time.png`` -- exact test perplexity (as a ratio to the floor where it is known)
+  against training wall time, one curve per layer (its label at the curve's end, moved apart from
+  its neighbours' where curves end close together but kept inside the panel, and in one legend
+  below the panels, clear of the curves), one panel per corpus, ticks at the time budgets; a
+  ring marks each layer's checkpoint with the lowest validation perplexity, where it was measured
+  (the model early stopping keeps, which the recommendation quotes).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Optional
+
+from bigvocab.bench.harness.rows import QualityRow, SpeedRow
+
+MISSING_MATPLOTLIB = "matplotlib is not installed, so no plots were drawn (pip install 'bigvocab[plot]')"
+
+
+def _pyplot():
+    try:
+        import matplotlib
+    except ImportError:
+        return None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def write_plots(results: dict, out_dir: Path) -> tuple[list[Path], list[str]]:
+    """(paths written, notes); without matplotlib no path and a note saying why."""
+    plt = _pyplot()
+    if plt is None:
+        return [], [MISSING_MATPLOTLIB]
+    written = []
+    ok_speed = [r for r in results.get("speed", []) if r.timings.get("train") is not None]
+    if ok_speed:
+        written.append(_speedup_plot(plt, ok_speed, out_dir / "speedup_vs_vocab.png"))
+    ok_quality = [r for r in results.get("quality", []) if r.test_ppl is not None]
+    if ok_quality:
+        written.append(_perplexity_plot(plt, ok_quality, out_dir / "perplexity_vs_time.png"))
+    return written, []
+
+
+def _style(plt, index: int) -> dict:
+    """Twenty colours, then a different marker and dash: seventeen rows stay distinguishable."""
+    markers, dashes = "osD^v<>", ["-", "--", ":"]
+    return {"color": plt.cm.tab20(index % 20), "marker": markers[index % 7], "linestyle": dashes[index // 7 % 3]}
+
+
+def _speedup_plot(plt, rows: list[SpeedRow], path: Path) -> Path:
+    figure, axes = plt.subplots(figsize=(8, 5.5))
+    for index, label in enumerate(dict.fromkeys(r.approach for r in rows)):
+        mine = sorted((r for r in rows if r.approach == label), key=lambda r: r.vocab_size)
+        sizes = [r.vocab_size for r in mine]
+        trains = [r.timings["train"] for r in mine]
+        medians = [t.speedup for t in trains]
+        below = [t.speedup - t.q1 for t in trains]
+        above = [t.q3 - t.speedup for t in trains]
+        axes.errorbar(sizes, medians, yerr=[below, above], capsize=3, label=label, **_style(plt, index))
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
+    axes.set_xlabel("vocabulary size V")
+    axes.set_ylabel("training speed-up over full softmax")
+    axes.set_title("Training step speed-up (median of paired ratios, IQR bars)")
+    axes.legend(fontsize=7, ncol=2)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+def _perplexity_plot(plt, rows: list[QualityRow], path: Path) -> Path:
+    datasets = list(dict.fromkeys(r.dataset for r in rows))
+    labels = list(dict.fromkeys(r.approach for r in rows))
+    legend_rows = math.ceil(len(labels) / _LEGEND_COLUMNS)
+    # The legend sits below the panels, so it never hides a curve; the figure grows to hold it.
+    legend_inches = 0.3 + 0.17 * legend_rows
+    figure, panels = plt.subplots(
+        1, len(datasets), figsize=(7.5 * len(datasets), 5.5 + legend_inches), squeeze=False
+    )
+    for axes, dataset in zip(panels[0], datasets):
+        mine = [r for r in rows if r.dataset == dataset]
+        relative = all(p.ppl_ratio is not None for r in mine for p in r.curve)
+        for row in mine:
+            times = [p.train_seconds for p in row.curve]
+            values = [p.ppl_ratio if relative else p.test_ppl for p in row.curve]
+            style = _style(plt, labels.index(row.approach))
+            axes.plot(times, values, label=row.approach, markersize=4, **style)
+            kept = row.best_on_validation()
+            if kept is not None:
+                axes.plot(
+                    kept.train_seconds, kept.ppl_ratio if relative else kept.test_ppl, marker="o", markersize=10,
+                    markerfacecolor="none", markeredgecolor=style["color"], linestyle="none", label=_KEPT_LABEL,
+                )
+        if relative:
+            axes.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
+        axes.set_xscale("log")
+        axes.set_yscale("log")  # a diverged layer sits orders of magnitude above the rest
+        _tick_at_budgets(axes, sorted({p.budget_seconds for r in mine for p in r.curve}))
+        ends = [(r.curve[-1], r.approach) for r in mine]
+        _label_curve_ends(axes, [(label, p.train_seconds, p.ppl_ratio if relative else p.test_ppl) for p, label in ends])
+        axes.set_xlabel("training wall time (s)")
+        axes.set_ylabel("exact test perplexity / floor" if relative else "exact test perplexity")
+        axes.set_title(dataset)
+    handles, names = [], []
+    for axes in panels[0]:  # a layer that ran on one corpus only still gets its entry (and the ring one)
+        for handle, name in zip(*axes.get_legend_handles_labels()):
+            if name not in names:
+                handles.append(handle)
+                names.append(name)
+    if _KEPT_LABEL in names:  # after the layers' entries, not among them
+        kept = names.index(_KEPT_LABEL)
+        handles.append(handles.pop(kept))
+        names.append(names.pop(kept))
+    figure.legend(handles, names, loc="lower center", ncol=_LEGEND_COLUMNS, fontsize=7, frameon=False)
+    figure.tight_layout(rect=(0, legend_inches / figure.get_figheight(), 1, 1))
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+#: legend entry of the rings at the checkpoints kept on validation.
+_KEPT_LABEL = "lowest validation perplexity (kept)"
+
+
+#: the least vertical distance between two end labels, as a fraction of the (log) y-axis: a
+#: 7-point line is about 2% of the 5.5-inch figure's axes.
+_LABEL_GAP = 0.03
+
+#: entries per row of the shared legend below the panels.
+_LEGEND_COLUMNS = 6
+
+
+def _tick_at_budgets(axes, times: list[float]) -> None:
+    """x ticks at the training budgets where the perplexity was measured, in plain seconds (a log axis
+    over less than a decade otherwise prints crowded labels such as 4x10^2)."""
+    from matplotlib.ticker import FixedLocator, NullLocator
+
+    axes.xaxis.set_major_locator(FixedLocator(times))
+    axes.xaxis.set_minor_locator(NullLocator())
+    axes.set_xticklabels([f"{t:g}" for t in times])
+
+
+def _label_curve_ends(axes, ends: list[tuple[str, float, float]]) -> None:
+    """Write each curve's label (label, x, y) right of its last point on log-log axes, moved
+    vertically just enough that no two labels overlap and none leaves the panel's height, with a
+    thin line back to the point when moved."""
+    low, high = (math.log10(v) for v in axes.get_ylim())
+    heights = spread_labels([math.log10(y) for _, _, y in ends], _LABEL_GAP * (high - low), bounds=(low, high))
+    for (label, x, y), height in zip(ends, heights):
+        moved = abs(height - math.log10(y)) > 1e-9
+        axes.annotate(
+            label, (x, y), xytext=(x * 1.05, 10**height), textcoords="data", fontsize=7, va="center",
+            arrowprops={"arrowstyle": "-", "linewidth": 0.4, "color": "grey"} if moved else None,
+        )
+
+
+def spread_labels(positions: list[float], gap: float, bounds: Optional[tuple[float, float]] = None) -> list[float]:
+    """Label positions on one axis, each as near its wanted position as it can be with at least
+    ``gap`` between any two: labels that would crowd form a run spaced ``gap`` apart, centred on
+    the mean of their wanted positions (runs that then touch merge). With ``bounds`` (low, high)
+    the labels are then pushed inside them, the gap shrinking if all of them cannot otherwise fit;
+    their order is kept. Returned in input order."""
+    if bounds is not None and len(positions) > 1:
+        gap = min(gap, (bounds[1] - bounds[0]) / (len(positions) - 1))
+    order = sorted(range(len(positions)), key=lambda i: positions[i])
+    runs: list[tuple[float, list[int]]] = []  # (position of the run's first label, members)
+    for index in order:
+        runs.append((positions[index], [index]))
+        while len(runs) > 1 and runs[-2][0] + len(runs[-2][1]) * gap > runs[-1][0]:
+            members = runs[-2][1] + runs.pop()[1]
+            centre = sum(positions[i] for i in members) / len(members)
+            runs[-1] = (centre - (len(members) - 1) * gap / 2, members)
+    placed = [0.0] * len(positions)
+    for start, members in runs:
+        for rank, index in enumerate(members):
+            placed[index] = start + rank * gap
+    if bounds is not None:
+        _push_inside(placed, order, gap, bounds)
+    return placed
+
+
+def _push_inside(placed: list[float], order: list[int], gap: float, bounds: tuple[float, float]) -> None:
+    """Move labels spaced at least ``gap`` apart (``order`` lists them from lowest to highest) up
+    from below ``bounds[0]``, then down from above ``bounds[1]``, each pushing its neighbours."""
+    low, high = bounds
+    floor = low
+    for index in order:
+        placed[index] = max(placed[index], floor)
+        floor = placed[index] + gap
+    ceiling = high
+    for index in reversed(order):
+        placed[index] = min(placed[index], ceiling)
+        ceiling = placed[index] - gap

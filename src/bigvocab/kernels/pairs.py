@@ -1,0 +1,190 @@
+"""Scores of chosen (row, class) pairs without materialising the gathered rows, compiled with numba.
+
+A sampling objective with draws per example (NCE's noise, Mnih & Teh 2012; importance sampling,
+Bengio & Senécal 2008; negative sampling, Mikolov et al. 2013) asks for s[n, j] = h_n . e_{ids[n, j]}
+for N examples and M draws each. Gathering the N·M rows (N·M, H) and scoring them
+writes and reads N·M·H floats, and the gradient of the gathered rows is as large again (270 MB each
+at N = 1024, M = 257, H = 256), although the step needs only N·M·H multiply-adds over U <= N·M
+distinct rows. :func:`pair_dots` computes the scores, and in the backward the gradients of h and of
+the U distinct rows, straight from the (U, H) table of distinct rows: memory traffic O((N + U)·H +
+N·M) instead of O(N·M·H). A tree's paths (the hierarchical softmax, Morin & Bengio 2005) give each
+example a different number of pairs: :func:`flat_pair_dots` takes any P (example, row) pairs.
+
+The pairs are grouped by table row once (a counting sort): the scores and the rows' gradient then
+walk the table row by row, each row read or written once while the small (N, H) hidden states
+take the random accesses; the hidden states' gradient walks the pairs grouped by example. The
+kernels release the GIL and take ranges of table rows (scores, gradient of the rows) or of
+examples (gradient of h) on plain Python threads, so no two threads write the same element; the
+ranges hold equal numbers of pairs (:func:`~bigvocab.kernels.threads.run_in_ranges`).
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from numba import njit
+from torch import Tensor
+
+from bigvocab.kernels.flags import FAST
+from bigvocab.kernels.threads import run_in_ranges
+
+
+@njit(nogil=True, cache=True, fastmath=FAST, inline="always")
+def _dot(a: np.ndarray, b: np.ndarray) -> float:
+    """a . b, summed in the rows' own dtype from a zero of that dtype: a float64 literal as the
+    start made numba sum float32 rows in float64, half the vector width (the scoring kernel 1.6x
+    slower at H = 256, results/pair-dot-dtype); starting from ``a[0] * b[0]`` left 255 of 256
+    terms, so the vectorised loop ended in a serial tail of 63 (results/pair-dot-tail)."""
+    total = a.dtype.type(0)
+    for d in range(a.shape[0]):
+        total += a[d] * b[d]
+    return total
+
+
+@njit(nogil=True, cache=True)
+def _group(index: np.ndarray, num_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """A counting sort of the pair positions by ``index`` (P,), values in [0, num_groups): the
+    pairs of group g are ``order[offsets[g]:offsets[g + 1]]``, in increasing position."""
+    offsets = np.zeros(num_groups + 1, dtype=np.int64)
+    for p in range(index.size):
+        offsets[index[p] + 1] += 1
+    for g in range(num_groups):
+        offsets[g + 1] += offsets[g]
+    fill = offsets[:-1].copy()
+    order = np.empty(index.size, dtype=np.int64)
+    for p in range(index.size):
+        g = index[p]
+        order[fill[g]] = p
+        fill[g] += 1
+    return offsets, order
+
+
+@njit(nogil=True, cache=True, fastmath=FAST)
+def _dots(
+    hidden: np.ndarray,
+    table: np.ndarray,
+    offsets: np.ndarray,
+    order: np.ndarray,
+    example: np.ndarray,
+    out: np.ndarray,
+    lo: int,
+    hi: int,
+) -> None:
+    """out[p] = hidden[example[p]] . table[u] for the pairs p of table rows lo:hi: each table row
+    is read once, the (N, H) hidden states (small) take the random reads."""
+    for u in range(lo, hi):
+        row = table[u]
+        for q in range(offsets[u], offsets[u + 1]):
+            p = order[q]
+            out[p] = _dot(hidden[example[p]], row)
+
+
+@njit(nogil=True, cache=True, fastmath=FAST)
+def _hidden_grad(
+    grad: np.ndarray,
+    table: np.ndarray,
+    row_of: np.ndarray,
+    offsets: np.ndarray,
+    order: np.ndarray,
+    out: np.ndarray,
+    lo: int,
+    hi: int,
+) -> None:
+    """out[n] = Σ over the pairs p of example n of grad[p] · table[row_of[p]], for examples lo:hi,
+    summed in a local row (stores to a fresh row per pair measured 3-4x slower than the random
+    reads of table rows)."""
+    width = out.shape[1]
+    total = np.empty(width, dtype=out.dtype)
+    for n in range(lo, hi):
+        total[:] = 0.0
+        for q in range(offsets[n], offsets[n + 1]):
+            p = order[q]
+            g = grad[p]
+            row = table[row_of[p]]
+            for d in range(width):
+                total[d] += g * row[d]
+        out[n] = total
+
+
+@njit(nogil=True, cache=True, fastmath=FAST)
+def _table_grad(
+    grad: np.ndarray,
+    hidden: np.ndarray,
+    offsets: np.ndarray,
+    order: np.ndarray,
+    example: np.ndarray,
+    out: np.ndarray,
+    lo: int,
+    hi: int,
+) -> None:
+    """out[u] = Σ over the pairs p of row u of grad[p] · hidden[example[p]], for rows lo:hi;
+    ``out`` need not be zeroed (each row is cleared here, in the same pass that sums into it,
+    rather than by a separate fill of the whole (U, H) buffer)."""
+    for u in range(lo, hi):
+        row = out[u]
+        row[:] = 0.0
+        for q in range(offsets[u], offsets[u + 1]):
+            p = order[q]
+            g = grad[p]
+            h = hidden[example[p]]
+            for d in range(row.shape[0]):
+                row[d] += g * h[d]
+
+
+class _PairDots(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, hidden: Tensor, table: Tensor, example: Tensor, row: Tensor) -> Tensor:  # type: ignore[override]
+        hidden, table = hidden.contiguous(), table.contiguous()
+        example, row = example.contiguous().numpy(), row.contiguous().numpy()
+        by_row = _group(row, table.shape[0])
+        out = hidden.new_empty(example.shape[0])
+        arrays = (hidden.numpy(), table.numpy(), *by_row, example, out.numpy())
+        run_in_ranges(
+            _dots, arrays, table.shape[0], torch.get_num_threads(), work=by_row[0], work_per_item=table.shape[1]
+        )
+        ctx.save_for_backward(hidden, table)
+        ctx.pairs = example, row, by_row
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):  # type: ignore[override]
+        hidden, table = ctx.saved_tensors
+        example, row, by_row = ctx.pairs
+        grad = grad.contiguous().numpy()
+        hidden_grad = table_grad = None
+        if ctx.needs_input_grad[0]:
+            hidden_grad = torch.empty_like(hidden)
+            by_example = _group(example, hidden.shape[0])
+            arrays = (grad, table.numpy(), row, *by_example, hidden_grad.numpy())
+            run_in_ranges(
+                _hidden_grad, arrays, hidden.shape[0], torch.get_num_threads(),
+                work=by_example[0], work_per_item=table.shape[1],
+            )
+        if ctx.needs_input_grad[1]:
+            table_grad = torch.empty_like(table)
+            arrays = (grad, hidden.numpy(), *by_row, example, table_grad.numpy())
+            run_in_ranges(
+                _table_grad, arrays, table.shape[0], torch.get_num_threads(),
+                work=by_row[0], work_per_item=table.shape[1],
+            )
+        return hidden_grad, table_grad, None, None
+
+
+def flat_pair_dots(hidden: Tensor, table: Tensor, example: Tensor, row: Tensor) -> Tensor:
+    """(N, H) hidden, (U, H) table, and P pairs (``example`` (P,) in [0, N), ``row`` (P,) in
+    [0, U)) -> (P,) scores ``hidden[example[p]] . table[row[p]]``, differentiable in ``hidden``
+    and ``table``; a table row no pair names gets a zero gradient.
+
+    CPU float32 or float64 tensors of one dtype; int64 pair indices.
+    """
+    return _PairDots.apply(hidden, table, example, row)
+
+
+def pair_dots(hidden: Tensor, table: Tensor, index: Tensor) -> Tensor:
+    """(N, H) hidden, (U, H) table of rows, (N, M) positions in the table -> (N, M) scores
+    ``hidden[n] . table[index[n, j]]``, differentiable in ``hidden`` and ``table``.
+
+    CPU float32 or float64 tensors of one dtype.
+    """
+    num_rows, width = index.shape
+    example = torch.arange(num_rows, device=index.device).repeat_interleave(width)
+    return flat_pair_dots(hidden, table, example, index.reshape(-1)).view(num_rows, width)

@@ -1,0 +1,70 @@
+"""``create_output``: a registry lookup that checks keyword arguments.
+
+A misspelt keyword (``num_sample=``) or one the method does not take gets a :class:`ConfigError`
+naming the method's real options, instead of Python's bare ``unexpected keyword argument``.
+
+Side inputs -- ``counts`` (training frequencies), ``words`` (the vocabulary strings) and
+``vectors`` (a (V, D) tensor) -- may be given for any layer; each is passed only to the layers
+that declare it (:meth:`~bigvocab.outputs.base.OutputLayer.side_inputs`), so a caller that has
+them passes them always and never needs to know which layer reads what.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from bigvocab.registry import OUTPUTS, SCORERS, build
+
+
+def create_output(
+    name: str,
+    in_features: int,
+    num_classes: int,
+    *,
+    counts=None,
+    words=None,
+    vectors=None,
+    vocab_parallel: Any = None,
+    **kwargs: Any,
+):
+    """Build the registered output layer ``name`` (see :func:`list_outputs`).
+
+    Args:
+        name: e.g. ``"full"``, ``"hsm"``, ``"sampled"``.
+        in_features: H, the size of the hidden state fed to the layer.
+        num_classes: V, the vocabulary size.
+        counts: training frequencies of the classes, ids sorted by descending frequency (Huffman
+            trees, unigram samplers, frequency bands).
+        words: the V vocabulary strings (the ``cnn`` scorer spells them).
+        vectors: (V, D) word vectors (hsm's ``clustered`` tree).
+        vocab_parallel: a ``torch.distributed`` process group (or ``True`` for the default group
+            ``WORLD``): the layer is built whole, alike on every rank (seed torch the same way on
+            each), and this rank keeps its part (:func:`bigvocab.outputs.parallel.vocab_parallel`);
+            a layer that cannot be split raises a :class:`ConfigError` saying why.
+        **kwargs: the layer's own options (``num_samples``, ``sampler``, ``tree``, ``cutoffs``,
+            ``scorer``...).
+
+    ``counts``, ``words`` and ``vectors`` go only to the layers that read them.
+    """
+    side = {"counts": counts, "words": words, "vectors": vectors}
+    layer = build(OUTPUTS, name, (in_features, num_classes), side, kwargs)
+    if vocab_parallel is None or vocab_parallel is False:
+        return layer
+    import torch.distributed as dist  # only a vocabulary-parallel build needs it
+
+    return layer.shard_vocabulary(dist.group.WORLD if vocab_parallel is True else vocab_parallel)
+
+
+def output_side_inputs(name: str, **options: Any) -> frozenset[str]:
+    """Which side inputs (``counts``, ``words``, ``vectors``) the layer ``name`` built with
+    ``options`` reads: for a caller whose side inputs are dear to compute (word vectors)."""
+    return OUTPUTS.get(name).side_inputs(options)
+
+
+def list_outputs() -> list[str]:
+    """Names of the registered output layers."""
+    return OUTPUTS.names()
+
+
+def list_scorers() -> list[str]:
+    """Names of the registered scorers (``scorer=`` of the objective-based layers)."""
+    return SCORERS.names()

@@ -1,0 +1,253 @@
+"""A run as ``bigvocab train`` describes it -- a registered model and output layer named with their
+options, a corpus spec, a run directory -- and what every caller does once training ends: the
+exact test perplexity of the model the run kept. A run gets its corpus, its model and its
+trainer here -- word2vec's engine trainer where the engine can train it -- so this module sits
+above :mod:`bigvocab.word2vec`, which builds on :mod:`bigvocab.train`; the CLI calls it.
+
+A run's description (``meta``, stored in every checkpoint) holds the corpus spec with an absolute
+path and the corpus's fingerprint (:func:`~bigvocab.data.corpora.corpus_fingerprint`), so a run
+is evaluated and resumed from any directory, its corpus may move, and a corpus that changed is
+noticed instead of silently giving another split.
+"""
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from pathlib import Path
+from typing import Any, Mapping, Optional, Union
+
+from torch import Tensor
+
+from bigvocab.checkpoint import build_from_meta, load_checkpoint
+from bigvocab.data.corpora import (
+    Corpus,
+    corpus_fingerprint,
+    fingerprint_difference,
+    load_corpus,
+    portable_spec,
+)
+from bigvocab.data.vocab import Vocab
+from bigvocab.distributed.training import DistributedTraining
+from bigvocab.errors import ConfigError, DataError
+from bigvocab.evaluate.perplexity import perplexity
+from bigvocab.evaluate.vectors import load_word_vectors
+from bigvocab.registry import MODELS
+from bigvocab.train.config import RESUME_OVERRIDES, TrainConfig
+from bigvocab.train.rundir import PYTHON_SPELLING
+from bigvocab.train.trainer import Trainer
+from bigvocab.word2vec.trainer import configure_engine, trainer_class
+
+PathLike = Union[str, os.PathLike]
+
+
+def new_run(
+    model: str,
+    output: Optional[str],
+    config: TrainConfig,
+    out_dir: PathLike,
+    *,
+    corpus: str = "synthetic",
+    model_kwargs: Optional[Mapping[str, Any]] = None,
+    output_kwargs: Optional[Mapping[str, Any]] = None,
+    min_count: Optional[int] = None,
+    max_size: Optional[int] = None,
+    tree_vectors: Optional[PathLike] = None,
+    validate: bool = True,
+    overwrite: bool = False,
+    progress: bool = True,
+    workers: Optional[int] = None,
+    spelling: Mapping[str, str] = PYTHON_SPELLING,
+    distributed: Optional[DistributedTraining] = None,
+) -> tuple[Trainer, Corpus]:
+    """A :class:`Trainer` for a fresh run of the registered ``model`` with the ``output`` layer on
+    ``corpus``, and the corpus.
+
+    Args:
+        tree_vectors: word vectors (a checkpoint or a word2vec file) clustered into the output
+            layer's ``tree`` (Mnih & Hinton 2008); the built tree, not the path, goes into the
+            run's description, so evaluation and resume never need the file again.
+        validate: measure validation perplexity after every epoch (best.pt, early stopping).
+        workers: threads of word2vec's compiled engine, which trains the run when it can
+            (:func:`bigvocab.word2vec.trainer.trainer_class`); None: one thread where it does,
+            and a run it cannot train stays on the torch path.
+        spelling: how messages name ``workers`` (the CLI passes its flags).
+        distributed: this process's part in a torchrun launch
+            (:meth:`DistributedTraining.from_environment`), or None; every rank calls this. The
+            engine is one process's threads, so such a run steps on the torch path.
+    """
+    import bigvocab.models  # noqa: F401  (registers the models)
+
+    model_class = MODELS.get(model)
+    model_kwargs = dict(model_kwargs or {})
+    model_class.make_config(**model_kwargs)  # checks the model options before a long corpus read
+    data = load_corpus(corpus, min_count=min_count, max_size=max_size, progress=progress)
+    meta = {
+        "model": model,
+        "output": output,
+        "model_kwargs": model_kwargs,
+        "output_kwargs": dict(output_kwargs or {}),
+        "corpus": portable_spec(corpus),
+        "corpus_fingerprint": corpus_fingerprint(corpus),
+        "corpus_options": {"min_count": min_count, "max_size": max_size},
+        "vocab": data.vocab.to_dict(),
+        "seed": config.seed,
+    }
+    if tree_vectors is not None:
+        meta["output_kwargs"]["tree"] = clustered_tree_from(tree_vectors, data.vocab).to_dict()
+        meta["tree_vectors"] = str(Path(tree_vectors).resolve())
+    built, _ = build_from_meta(meta)
+    chosen = _trainer_class(built, config, workers, spelling, distributed)
+    trainer = chosen(built, data.train, data.valid if validate else None, config, out_dir=out_dir, meta=meta,
+                     overwrite=overwrite, distributed=distributed)
+    configure_engine(trainer, workers, data.vocab)
+    return trainer, data
+
+
+def _trainer_class(model, config: TrainConfig, workers: Optional[int], spelling: Mapping[str, str],
+                   distributed: Optional[DistributedTraining]) -> type[Trainer]:
+    """:func:`~bigvocab.word2vec.trainer.trainer_class` in one process; the torch Trainer under
+    torchrun, where the engine (one process's threads) does not run."""
+    if distributed is None:
+        return trainer_class(model, config, workers, spelling)
+    if workers is not None:
+        raise ConfigError(f"{spelling['workers']} sets the threads of the word2vec engine, which does not run "
+                          "under torchrun; leave it out")
+    return Trainer
+
+
+def clustered_tree_from(path: PathLike, vocab: Vocab):
+    """Mnih & Hinton's (2008) tree over ``vocab`` from the word vectors in ``path``; words without
+    a vector are clustered at the mean vector, with a warning that counts them."""
+    from bigvocab.outputs.trees import clustered_tree
+
+    vectors, missing = load_word_vectors(path).aligned_to(vocab.words)
+    if missing:
+        warnings.warn(f"{missing:,} of {len(vocab):,} words have no vector in {str(path)!r}; they are "
+                      "clustered at the mean vector", stacklevel=3)
+    return clustered_tree(vectors)
+
+
+def resume_run(
+    out_dir: PathLike,
+    *,
+    checkpoint: Optional[dict[str, Any]] = None,
+    corpus: Optional[str] = None,
+    allow_changed_corpus: bool = False,
+    validate: bool = True,
+    progress: bool = True,
+    spelling: Mapping[str, str] = PYTHON_SPELLING,
+    workers: Optional[int] = None,
+    distributed: Optional[DistributedTraining] = None,
+    **overrides: Any,
+) -> tuple[Trainer, Corpus]:
+    """A :class:`Trainer` that continues the run in ``out_dir`` from its ``last.pt``, and its corpus.
+
+    Args:
+        checkpoint: ``last.pt`` when the caller has read it already.
+        corpus: the run's corpus in a new place (the stored spec by default); it must have the
+            stored fingerprint.
+        allow_changed_corpus: go on with a corpus whose files changed since the run started (the
+            vocabulary stays the run's; the splits are cut from the files as they are now).
+        spelling: how messages name ``corpus`` and ``allow_changed_corpus`` (keyword arguments by
+            default; the CLI passes its flags).
+        workers: as for :func:`new_run` (not part of the run: a resumed run may use others).
+        distributed: as for :func:`new_run`; the run may resume under another number of processes.
+        **overrides: the options that may change (``bigvocab.train.RESUME_OVERRIDES``).
+    """
+    out_dir = Path(out_dir)
+    if checkpoint is None:
+        checkpoint = load_checkpoint(out_dir / "last.pt")
+    meta = dict(checkpoint.get("meta") or {})
+    if "corpus" not in meta or "vocab" not in meta:
+        raise ConfigError(f"{str(out_dir / 'last.pt')!r} does not describe its model and corpus (it was not "
+                          "written by bigvocab.runs.new_run or 'bigvocab train'); use Trainer.resume")
+    spec = corpus or meta["corpus"]
+    check_corpus(meta, spec, allow_changed=allow_changed_corpus, spelling=spelling)
+    data = load_corpus(spec, vocab=Vocab.from_dict(meta["vocab"]), progress=progress)
+    if corpus is not None or allow_changed_corpus:  # later checkpoints describe the corpus as it is now
+        meta.update(corpus=portable_spec(spec), corpus_fingerprint=corpus_fingerprint(spec))
+    model, _ = build_from_meta(meta)
+    # the class is chosen with the options the resumed run will have (device may change)
+    stored = checkpoint.get("config")
+    chosen = Trainer
+    if stored:  # without it Trainer.resume says what is missing
+        resumed = {**stored, **{name: value for name, value in overrides.items() if name in RESUME_OVERRIDES}}
+        chosen = _trainer_class(model, TrainConfig.from_dict(resumed), workers, spelling, distributed)
+    trainer = chosen.resume(out_dir, model, data.train, data.valid if validate else None, checkpoint=checkpoint,
+                            distributed=distributed, progress=progress, **overrides)
+    configure_engine(trainer, workers, data.vocab)
+    trainer.meta = meta
+    return trainer, data
+
+
+def check_corpus(
+    meta: Mapping[str, Any], spec: str, *, allow_changed: bool = False, spelling: Mapping[str, str] = PYTHON_SPELLING
+) -> None:
+    """A :class:`DataError` when ``spec``'s files are not those the run described by ``meta`` was
+    trained on (unless ``allow_changed``); ``spec`` may name them by another path."""
+    kind = spec.partition(":")[0]
+    stored_kind = str(meta.get("corpus", "")).partition(":")[0]
+    if kind != stored_kind:
+        raise DataError(f"the run was trained on a {stored_kind!r} corpus ({meta.get('corpus')}), not {kind!r}")
+    if kind == "synthetic":
+        if spec != meta["corpus"]:
+            raise DataError(f"the run was trained on {meta['corpus']!r}, not {spec!r}")
+        return
+    if not Path(spec.partition(":")[2]).expanduser().exists():
+        raise DataError(f"the run's corpus {spec!r} does not exist (any more); give its new place with "
+                        f"{spelling['corpus']}")
+    difference = fingerprint_difference(meta.get("corpus_fingerprint"), corpus_fingerprint(spec))
+    if difference is not None and not allow_changed:
+        raise DataError(f"the corpus {spec!r} is not the one the run was trained on ({difference}); "
+                        f"pass {spelling['allow_changed_corpus']} to go on with it")
+
+
+def train_and_test(trainer: Trainer, test_ids: Optional[Tensor]) -> dict[str, Any]:
+    """Train to the end, then the exact perplexity on ``test_ids`` of the best checkpoint the run
+    wrote (the last one when no epoch was validated, the model in memory when it keeps nothing
+    on disk). ``test_ids`` None, or a model without a distribution, gives ``test_ppl`` None.
+
+    Returns :meth:`Trainer.result` with ``test_ppl`` and ``checkpoint`` (the file evaluated).
+    """
+    result = trainer.fit()
+    chosen = result["best_path"] or result["last_path"]
+    test_ppl = None
+    try:
+        if chosen is not None:
+            trainer.load_model_state(load_checkpoint(chosen)["model"])
+        if test_ids is not None and trainer.model.has_distribution:
+            test_ppl = perplexity(trainer.model, test_ids, trainer.config.batch_size)
+    except KeyboardInterrupt as error:
+        raise type(error)(f"interrupted during the test evaluation; the trained run is saved in "
+                          f"{str(trainer.out_dir)!r}") from None
+    if test_ppl is not None and not math.isfinite(test_ppl):
+        warnings.warn(f"test perplexity is {test_ppl}: the model gives some test word probability 0 (it "
+                      "diverged; a lower learning rate usually helps)", stacklevel=2)
+    return {**result, "test_ppl": test_ppl, "checkpoint": chosen}
+
+
+def run_summary(trainer: Trainer, corpus: Corpus, outcome: Mapping[str, Any], seconds: float) -> dict[str, Any]:
+    """What ``summary.json`` records: the run's description, :func:`train_and_test`'s outcome,
+    and the test perplexity over the corpus's floor where that is known."""
+    floor, test_ppl = corpus.floor_perplexity, outcome["test_ppl"]
+    return {
+        "model": trainer.meta.get("model"),
+        "output": trainer.meta.get("output"),
+        "corpus": trainer.meta.get("corpus"),
+        "vocab_size": len(corpus.vocab),
+        "parameters": sum(p.numel() for p in trainer.model.parameters()),
+        "test_ppl": test_ppl,
+        "perplexity_skipped": test_ppl is None and trainer.model.has_distribution,
+        "floor_ppl": floor,
+        "test_ppl_over_floor": test_ppl / floor if (test_ppl is not None and floor) else None,
+        "best_valid_ppl": outcome["best_valid_ppl"],
+        "best_epoch": outcome["best_epoch"],
+        "epochs_completed": outcome["epochs_completed"],
+        "stopped_early": outcome["stopped_early"],
+        "steps": outcome["steps"],
+        "tokens": outcome["tokens"],
+        "train_seconds": outcome["elapsed"],
+        "seconds_this_call": seconds,
+        "checkpoint": str(outcome["checkpoint"]) if outcome["checkpoint"] is not None else None,
+    }
