@@ -1,135 +1,108 @@
-"""Helpers for the results folders' scripts that time one layer's training step: the bench's
-layer and workload from a row name (:func:`bench_layer`), an in-process A/B of two variants
-of the library (:func:`paired_steps`): ``switch(name)`` puts a variant in place (by setting module
-attributes), and the bench's own paired timing (:func:`bigvocab.bench.timing.paired_timings`)
-alternates them; a check that two variants compute the same step (:func:`assert_same_step`); its
-line of output (:func:`print_pair`); steps timed one by one (:func:`step_times`); the same
-paired timing of two test-time calls (:func:`paired_calls`); and the median time of a call
-(:func:`median_ms`).
+"""A/B of one training step between two checkouts of bigvocab, paired and alternating.
+
+Each checkout gets a worker process that imports bigvocab from its own source tree, builds the
+bench's layer and workload for the row (``bigvocab.bench.bench_layer``) and waits; the driver then
+asks the two workers in turn to time ``--steps`` training steps, alternating which goes first, and
+reports the median of the per-repetition ratios before / after (above 1: the after tree is
+faster). Both workers stay alive and warm, and only one works at a time, so both see the same
+machine: on a shared machine only such paired ratios mean anything.
+
+    git worktree add ../bigvocab-before main
+    python benchmarks/ab_step.py --before ../bigvocab-before/src --after src --row 'hsm[huffman]' --vocab 1M
+    python benchmarks/ab_step.py --before A/src --after B/src --row nce --vocab 100k --threads 2 --repeats 20
+
+Both trees must have the public measuring API of ``bigvocab.bench`` (bigvocab 0.2.0 or later).
 """
+
 from __future__ import annotations
 
-import copy
+import argparse
+import json
+import os
 import statistics
+import subprocess
+import sys
 import time
-from typing import Callable
-
-import torch
-
-from bigvocab.bench.operations import Workload, make_workload, training_step
-from bigvocab.bench.timing import RatioSummary, paired_speedup, paired_timings
-from bigvocab.factory import create_output
-
-#: The bench's speed workload: H and N.
-HIDDEN, ROWS = 256, 1024
+from pathlib import Path
 
 
-def bench_layer(spec: str, vocab: int) -> tuple[torch.nn.Module, Workload]:
-    """The layer of bench row ``spec`` (``nce``, ``hsm[balanced]``, ``neg[shared]``) at V = ``vocab``
-    over the bench's Zipf counts, and the bench's workload for it (seed 0, on the CPU)."""
-    name, _, variant = spec.partition("[")
-    options = {}
-    if variant:
-        options = {"shared": True} if variant == "shared]" else {"tree": variant[:-1]}
-    counts = [max(1, 10_000_000 // (rank + 1)) for rank in range(vocab)]
-    torch.manual_seed(0)
-    layer = create_output(name, HIDDEN, vocab, counts=counts, **options)
-    return layer, make_workload(counts, HIDDEN, ROWS, ROWS, seed=0, device=torch.device("cpu"))
+def parse_size(text: str) -> int:
+    """``10k``, ``1M`` or a plain integer."""
+    scale = {"k": 1_000, "m": 1_000_000}.get(text[-1].lower(), 1)
+    return int(float(text[:-1] if scale > 1 else text) * scale)
 
 
-def paired_steps(
-    layer: torch.nn.Module,
-    optimizer: torch.optim.Optimizer,
-    work: Workload,
-    switch: Callable[[str], None],
-    reference: str,
-    candidate: str,
-    *,
-    repeats: int = 20,
-    steps: int = 5,
-    warmup: int = 3,
-) -> RatioSummary:
-    """``warmup`` untimed steps per variant, then ``repeats`` paired timings, each the mean of
-    ``steps`` steps, order alternating: the median of reference time / candidate time (above 1:
-    the candidate faster), its quartiles and each side's median seconds per step."""
+def worker(row: str, vocab: int, steps: int, warmup: int) -> None:
+    """Build the row's layer once, then answer each line on stdin with the seconds of ``steps`` steps."""
+    import torch
 
-    def step(variant: str) -> Callable[[], None]:
-        def call() -> None:
-            switch(variant)
-            training_step(layer, optimizer, work)
+    from bigvocab.bench import bench_layer, make_optimizer, training_step
 
-        return call
-
-    for variant in (reference, candidate):
-        for _ in range(warmup):
-            step(variant)()
-    before, after = paired_timings(step(reference), step(candidate), reference_inner=steps,
-                                   candidate_inner=steps, repeats=repeats, device=torch.device("cpu"))
-    return paired_speedup(before, after)
-
-
-def print_pair(label: str, reference: str, candidate: str, summary: RatioSummary) -> None:
-    """One line: each variant's median seconds per step and the median ratio [quartiles]."""
-    print(f"{label}: {reference} {summary.reference_seconds * 1e3:.2f} ms, {candidate} "
-          f"{summary.candidate_seconds * 1e3:.2f} ms, paired ratio {summary.median:.3f} "
-          f"[{summary.q1:.3f}-{summary.q3:.3f}]", flush=True)
-
-
-def paired_calls(reference: Callable[[], object], candidate: Callable[[], object], *, calls: int = 3,
-                 repeats: int = 20) -> RatioSummary:
-    """The bench's paired timing of two test-time calls (``log_softmax``, ``topk``) as the bench
-    times them: ``repeats`` pairs, each the mean of ``calls`` calls after one untimed call, order
-    alternating; the median of reference time / candidate time, quartiles and each side's
-    median seconds."""
-    before, after = paired_timings(reference, candidate, reference_inner=calls, candidate_inner=calls,
-                                   repeats=repeats, device=torch.device("cpu"), reference_warmup=True,
-                                   candidate_warmup=True)
-    return paired_speedup(before, after)
-
-
-def compare_calls(label: str, reference: Callable[[], object], candidate: Callable[[], object]) -> None:
-    """:func:`paired_calls` printed as one line: each side's median ms and the ratio [quartiles]."""
-    summary = paired_calls(reference, candidate)
-    print(f"{label}: {summary.reference_seconds * 1e3:.2f} ms / {summary.candidate_seconds * 1e3:.2f} ms, "
-          f"ratio {summary.median:.3f} [{summary.q1:.3f}-{summary.q3:.3f}]", flush=True)
-
-
-def median_ms(operation: Callable[[], object], calls: int) -> float:
-    """Milliseconds of the median of ``calls`` calls of ``operation``, after one untimed call."""
-    operation()
-    times = []
-    for _ in range(calls):
+    layer, workload = bench_layer(row, vocab)
+    optimizer = make_optimizer(layer)
+    for _ in range(warmup):
+        training_step(layer, optimizer, workload)
+    print(json.dumps({"ready": True, "torch": torch.__version__, "threads": torch.get_num_threads()}), flush=True)
+    for _ in sys.stdin:
         start = time.perf_counter()
-        operation()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
+        for _ in range(steps):
+            training_step(layer, optimizer, workload)
+        print(json.dumps({"seconds": (time.perf_counter() - start) / steps}), flush=True)
 
 
-def step_times(layer: torch.nn.Module, optimizer: torch.optim.Optimizer, work: Workload, count: int) -> list[float]:
-    """Seconds of each of ``count`` training steps, timed one by one."""
-    times = []
-    for _ in range(count):
-        start = time.perf_counter()
-        training_step(layer, optimizer, work)
-        times.append(time.perf_counter() - start)
-    return times
+def start_worker(tree: Path, args: argparse.Namespace) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(tree.resolve()), "THP_MEM_ALLOC_ENABLE": "1"}
+    env.update({name: str(args.threads) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")})
+    command = [sys.executable, __file__, "--worker", "--row", args.row, "--vocab", str(args.vocab)]
+    command += ["--steps", str(args.steps), "--warmup", str(args.warmup)]
+    process = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    ready = json.loads(process.stdout.readline() or '{"ready": false}')  # type: ignore[union-attr]
+    if not ready.get("ready"):
+        sys.exit(f"the worker for {tree} did not start (see the error above)")
+    return process
 
 
-def assert_same_step(
-    layer: torch.nn.Module, work: Workload, switch: Callable[[str], None], *variants: str, exact: bool = True
-) -> None:
-    """One step of a copy of ``layer`` under each variant, from the same seed: the losses and the
-    parameters' gradients must be equal, exactly (or, not ``exact``, to float32 rounding: variants
-    that sum in another order)."""
-    results = []
-    for variant in variants:
-        switch(variant)
-        copied = copy.deepcopy(layer)
-        torch.manual_seed(1)
-        loss = copied.loss(work.hidden, work.target)
-        loss.backward()
-        grads = [p.grad.to_dense() if p.grad.is_sparse else p.grad for p in copied.parameters() if p.grad is not None]
-        results.append([loss.detach(), *grads])
-    for other in results[1:]:
-        same = torch.equal if exact else (lambda a, b: torch.allclose(a, b, rtol=1e-4, atol=1e-6))
-        assert all(same(a, b) for a, b in zip(results[0], other)), f"{variants} must compute the same step"
+def ask(process: subprocess.Popen) -> float:
+    process.stdin.write("time\n")  # type: ignore[union-attr]
+    process.stdin.flush()  # type: ignore[union-attr]
+    return float(json.loads(process.stdout.readline())["seconds"])  # type: ignore[union-attr]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", type=Path, help="the reference tree's src/ directory")
+    parser.add_argument("--after", type=Path, help="the candidate tree's src/ directory")
+    parser.add_argument("--row", required=True, help="a bench row, e.g. nce, 'hsm[balanced]', 'neg[shared]'")
+    parser.add_argument("--vocab", type=parse_size, default=parse_size("100k"), help="V, e.g. 100k or 1M")
+    parser.add_argument("--repeats", type=int, default=10, help="pairs of timings (default 10)")
+    parser.add_argument("--steps", type=int, default=5, help="steps per timing (default 5)")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed steps first (default 3)")
+    parser.add_argument("--threads", type=int, default=1, help="threads per worker (default 1)")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(args.row, args.vocab, args.steps, args.warmup)
+        return
+    if args.before is None or args.after is None:
+        parser.error("--before and --after are required")
+    before, after = start_worker(args.before, args), start_worker(args.after, args)
+    ratios, times = [], {"before": [], "after": []}
+    for repeat in range(args.repeats):
+        order = [("before", before), ("after", after)][:: 1 if repeat % 2 == 0 else -1]
+        seconds = {name: ask(process) for name, process in order}
+        for name in times:
+            times[name].append(seconds[name])
+        ratios.append(seconds["before"] / seconds["after"])
+    for process in (before, after):
+        process.stdin.close()  # type: ignore[union-attr]
+        process.wait()
+    median = statistics.median(ratios)
+    print(
+        f"{args.row} V={args.vocab:,} threads={args.threads}: before {statistics.median(times['before']) * 1e3:.2f} ms, "
+        f"after {statistics.median(times['after']) * 1e3:.2f} ms a step; before/after {median:.3f}x "
+        f"[{min(ratios):.3f}-{max(ratios):.3f}] over {args.repeats} alternating pairs"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -24,7 +24,7 @@ import traceback
 import torch
 import torch.nn.functional as F
 
-from bigvocab.registry import OUTPUTS
+import bigvocab
 
 SHAPES = "1024x256x1000000,8192x2048x128256"
 MODES = "fp32,tf32,bf16"
@@ -32,14 +32,35 @@ MODES = "fp32,tf32,bf16"
 
 def bigvocab_full(max_chunk_elements=None):
     def build(hidden, weight, target):
-        layer = OUTPUTS.create(
-            "full", weight.shape[1], weight.shape[0], bias=False, max_chunk_elements=max_chunk_elements,
-            device=weight.device, dtype=weight.dtype,
+        layer = bigvocab.create_output(
+            "full",
+            weight.shape[1],
+            weight.shape[0],
+            bias=False,
+            max_chunk_elements=max_chunk_elements,
+            device=weight.device,
+            dtype=weight.dtype,
         )
         layer.scorer.weight = torch.nn.Parameter(weight.detach().clone())
         return layer, lambda h: layer.loss(h, target), lambda: layer.scorer.weight.grad
 
     return build
+
+
+def training_step(owner, forward, hidden):
+    """One step of an implementation: zero its gradients, the loss of ``hidden``, backward."""
+
+    def step():
+        hidden.grad = None
+        if hasattr(owner, "zero_grad"):
+            owner.zero_grad(set_to_none=True)
+        else:
+            owner.grad = None
+        loss = forward(hidden)
+        loss.backward()
+        return loss
+
+    return step
 
 
 def torch_linear(hidden, weight, target):
@@ -156,12 +177,7 @@ def main() -> int:
                     owner, forward, weight_grad = build(hidden0, weight0, target)
                     hidden = hidden0.clone().requires_grad_(True)
 
-                    def step():
-                        hidden.grad = None
-                        owner.zero_grad(set_to_none=True) if hasattr(owner, "zero_grad") else setattr(owner, "grad", None)
-                        loss = forward(hidden)
-                        loss.backward()
-                        return loss
+                    step = training_step(owner, forward, hidden)
 
                     loss = step()
                     torch.cuda.synchronize()
@@ -177,7 +193,7 @@ def main() -> int:
                     row["peak_extra_mib"] = (torch.cuda.max_memory_allocated() - base) / 2**20
                     median, low, high = time_step(step, args.repeats)
                     row.update(ms=median, ms_min=low, ms_max=high, tflops=flops / median / 1e9)
-                    del owner, forward, hidden
+                    del owner, forward, hidden, step
                 except Exception as error:  # an implementation that does not install or run is a row too
                     row["error"] = f"{type(error).__name__}: {error}"[:300]
                     traceback.print_exc(limit=2)

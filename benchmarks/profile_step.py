@@ -1,40 +1,54 @@
-"""Where one layer's training step spends its time: torch's profiler over 10 bench steps (H = 256,
-N = 1024, the bench's Zipf workload, SGD, torch's threads), the operators by self CPU time.
+"""Where one bench row's training step spends its time: torch's profiler over ``--steps`` steps
+of the bench's workload (H = 256, N = 1024), the operators by self CPU time.
 
-    THP_MEM_ALLOC_ENABLE=1 python results/profile_step.py nce 1000000
-    THP_MEM_ALLOC_ENABLE=1 python results/profile_step.py 'hsm[balanced]' 1000000
+    THP_MEM_ALLOC_ENABLE=1 python benchmarks/profile_step.py --row nce --vocab 1M
+    THP_MEM_ALLOC_ENABLE=1 python benchmarks/profile_step.py --row 'hsm[balanced]' --vocab 100k --threads 2
 
-After 5 untimed steps, prints the 12 most expensive operators with their time per step and
-share of the profiled self time. Run with PYTHONPATH at another checkout to profile its code.
+After a few untimed steps, prints the most expensive operators with their time per step, their
+share of the profiled self time and their calls per step. Run with ``PYTHONPATH=OTHER/src`` to
+profile another checkout's code.
 """
+
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import argparse
 
+import torch
 from torch.profiler import ProfilerActivity, profile
 
-from bigvocab.bench.operations import make_optimizer, training_step
+from bigvocab.bench import bench_layer, make_optimizer, training_step
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ab_steps import bench_layer  # noqa: E402  (results/ab_steps.py)
+
+def parse_size(text: str) -> int:
+    """``10k``, ``1M`` or a plain integer."""
+    scale = {"k": 1_000, "m": 1_000_000}.get(text[-1].lower(), 1)
+    return int(float(text[:-1] if scale > 1 else text) * scale)
 
 
 def main() -> None:
-    spec, vocab = sys.argv[1], int(sys.argv[2])
-    layer, work = bench_layer(spec, vocab)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--row", required=True, help="a bench row, e.g. nce, 'hsm[balanced]', 'neg[shared]'")
+    parser.add_argument("--vocab", type=parse_size, default=parse_size("1M"), help="V, e.g. 100k or 1M")
+    parser.add_argument("--steps", type=int, default=10, help="profiled steps (default 10)")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed steps first (default 5)")
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads(), help="torch threads")
+    parser.add_argument("--top", type=int, default=12, help="operators listed (default 12)")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    layer, workload = bench_layer(args.row, args.vocab)
     optimizer = make_optimizer(layer)
-    for _ in range(5):
-        training_step(layer, optimizer, work)
+    for _ in range(args.warmup):
+        training_step(layer, optimizer, workload)
     with profile(activities=[ProfilerActivity.CPU]) as profiler:
-        for _ in range(10):
-            training_step(layer, optimizer, work)
+        for _ in range(args.steps):
+            training_step(layer, optimizer, workload)
     events = profiler.key_averages()
-    print(f"{spec} V={vocab}, torch's profiler over 10 steps:")
-    total = sum(event.self_cpu_time_total for event in events)
-    for event in sorted(events, key=lambda e: e.self_cpu_time_total, reverse=True)[:12]:
-        print(f"  {event.key[:40]:<40} {event.self_cpu_time_total / 10 / 1e3:7.2f} ms/step "
-              f"{100 * event.self_cpu_time_total / total:5.1f}%  ({event.count // 10} calls/step)")
+    total = sum(event.self_cpu_time_total for event in events) or 1.0
+    print(f"{args.row} V={args.vocab:,}, {args.threads} thread(s), torch's profiler over {args.steps} steps:")
+    for event in sorted(events, key=lambda e: e.self_cpu_time_total, reverse=True)[: args.top]:
+        per_step = event.self_cpu_time_total / args.steps / 1e3
+        share = 100 * event.self_cpu_time_total / total
+        print(f"  {event.key[:44]:<44} {per_step:8.2f} ms/step {share:5.1f}%  ({event.count // args.steps} calls/step)")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
 """Shared fixtures: determinism, and where the optional real data lives."""
+
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional, Union
+from typing import Any
 
 import pytest
 import torch
@@ -42,7 +44,7 @@ def assert_read_error(tmp_path: Path) -> Callable[..., None]:
     """``assert_read_error(reader, content, message)``: ``reader`` given a file holding ``content``
     (text or bytes; None for a file that does not exist) raises a DataError matching ``message``."""
 
-    def check(reader: Callable[[Path], Any], content: Optional[Union[str, bytes]], message: str) -> None:
+    def check(reader: Callable[[Path], Any], content: str | bytes | None, message: str) -> None:
         path = tmp_path / "input"
         if isinstance(content, bytes):
             path.write_bytes(content)

@@ -92,6 +92,13 @@ def run_under_torchrun(block: Block, processes: int, directory: Path, where: str
     script = directory / f"block_{block.line}.py"
     script.write_text(block.code, encoding="utf-8")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}", str(script)]
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc_per_node={processes}",
+        str(script),
+    ]
     done = subprocess.run(command, cwd=directory, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, f"the torchrun block at {where} fails:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"

@@ -5,12 +5,13 @@ across a row. The rows are strictly ordered, so the package-level import graph h
 The table is copied in docs/design/layers.md, which says why the layers come in this order; a
 test keeps the two the same.
 """
+
 from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, Optional
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "src" / "bigvocab"
@@ -86,7 +87,7 @@ def imported_modules(path: Path) -> Iterator[tuple[int, str]]:
                 yield node.lineno, str(argument.value)
 
 
-def _absolute(node: ast.ImportFrom, package: str) -> Optional[str]:
+def _absolute(node: ast.ImportFrom, package: str) -> str | None:
     if node.level == 0:
         return node.module
     parts = package.split(".")[: len(package.split(".")) - node.level + 1]
@@ -112,8 +113,10 @@ def test_every_import_goes_down_the_layer_table():
                 continue  # a unit missing from the table fails the test below
             if ROW[imported] >= ROW[source]:
                 where = "the same row as" if ROW[imported] == ROW[source] else "a row above"
-                wrong.append(f"{path.relative_to(REPO)}:{line}: {source} imports {target}, in {where} it "
-                             f"({imported}: row {ROW[imported]}, {source}: row {ROW[source]})")
+                wrong.append(
+                    f"{path.relative_to(REPO)}:{line}: {source} imports {target}, in {where} it "
+                    f"({imported}: row {ROW[imported]}, {source}: row {ROW[source]})"
+                )
     assert not wrong, "imports against the layer table:\n" + "\n".join(wrong)
 
 

@@ -7,13 +7,25 @@ import pytest
 import torch
 
 import bigvocab
+import bigvocab.models
 from bigvocab.outputs.factory import create_output, list_scorers, output_side_inputs
-import bigvocab.models  # noqa: F401  (registers the models)
 from bigvocab.registry import MODELS, OUTPUTS, TREES
 
 #: The names of /work/shared/DESIGN.md ("Registered names").
 OUTPUT_NAMES = {
-    "full", "hsm", "dsoftmax", "cnn", "adaptive", "sampled", "ais", "target", "nce", "neg", "selfnorm", "infreq", "char"
+    "full",
+    "hsm",
+    "dsoftmax",
+    "cnn",
+    "adaptive",
+    "sampled",
+    "ais",
+    "target",
+    "nce",
+    "neg",
+    "selfnorm",
+    "infreq",
+    "char",
 }
 SAMPLER_NAMES = {"uniform", "unigram", "log_uniform", "learned", "bigram"}
 MODEL_NAMES = {"nnlm", "lstm", "skipgram", "cbow", "cw"}

@@ -63,8 +63,23 @@ def train(runs: Path, corpus: str, name: str, model: str, options: list[str], se
     """One ``bigvocab train`` run, its console in ``RUN.log``; a failure is reported, not raised."""
     out = run_directory(runs, name, seed)
     options = [option.replace("{runs}", str(runs)) for option in options]
-    command = [sys.executable, "-m", "bigvocab.cli", "train", *shlex.split(PROTOCOLS[model]), "--corpus", corpus,
-               *shlex.split(TRAINING), "--seed", str(seed), "--out", str(out), "--overwrite", *options, *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "bigvocab.cli",
+        "train",
+        *shlex.split(PROTOCOLS[model]),
+        "--corpus",
+        corpus,
+        *shlex.split(TRAINING),
+        "--seed",
+        str(seed),
+        "--out",
+        str(out),
+        "--overwrite",
+        *options,
+        *extra,
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     with open(f"{out}.log", "w") as log:
         done = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=env, check=False)
@@ -80,9 +95,12 @@ def mean_std(values: list[float]) -> str:
 
 def table(runs: Path, names: list[str]) -> tuple[list[str], list[dict]]:
     """The Markdown table of the runs found for ``names``, and one CSV row per run."""
-    lines = ["| run | model | output layer | seeds | test ppl (mean ± std) | vs first row | "
-             "best valid ppl (epoch) per seed | epochs per seed | train s per seed (device) | "
-             "test log Z mean ± std (first seed) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| run | model | output layer | seeds | test ppl (mean ± std) | vs first row | "
+        "best valid ppl (epoch) per seed | epochs per seed | train s per seed (device) | "
+        "test log Z mean ± std (first seed) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     records: list[dict] = []
     reference = None
     corpus = None
@@ -106,19 +124,33 @@ def table(runs: Path, names: list[str]) -> tuple[list[str], list[dict]]:
                 log_z = "n/a (no single Z)"
         tests = [s["test_ppl"] for s in summaries]
         reference = reference or statistics.mean(tests)
-        valid = ", ".join(f"{s['best_valid_ppl']:.1f} ({s['best_epoch']})" if s["best_valid_ppl"] else "n/a"
-                          for s in summaries)
+        valid = ", ".join(
+            f"{s['best_valid_ppl']:.1f} ({s['best_epoch']})" if s["best_valid_ppl"] else "n/a" for s in summaries
+        )
         epochs = ", ".join(f"{s['epochs_completed']}{'*' if s.get('stopped_early') else ''}" for s in summaries)
         times = ", ".join(f"{s['train_seconds']:.0f} ({d})" for s, d in zip(summaries, devices))
-        lines.append(f"| {name} | {summaries[0]['model']} | {summaries[0]['output']} | {','.join(seeds)} | "
-                     f"{mean_std(tests)} | {statistics.mean(tests) / reference:.2f}x | {valid} | {epochs} | "
-                     f"{times} | {log_z} |")
+        lines.append(
+            f"| {name} | {summaries[0]['model']} | {summaries[0]['output']} | {','.join(seeds)} | "
+            f"{mean_std(tests)} | {statistics.mean(tests) / reference:.2f}x | {valid} | {epochs} | "
+            f"{times} | {log_z} |"
+        )
         for seed, summary, device in zip(seeds, summaries, devices):
-            records.append({"run": name, "seed": int(seed), "model": summary["model"], "output": summary["output"],
-                            "test_ppl": round(summary["test_ppl"], 4), "best_valid_ppl": summary["best_valid_ppl"],
-                            "best_epoch": summary["best_epoch"], "epochs": summary["epochs_completed"],
-                            "stopped_early": summary["stopped_early"], "steps": summary["steps"],
-                            "train_seconds": round(summary["train_seconds"], 1), "device": device})
+            records.append(
+                {
+                    "run": name,
+                    "seed": int(seed),
+                    "model": summary["model"],
+                    "output": summary["output"],
+                    "test_ppl": round(summary["test_ppl"], 4),
+                    "best_valid_ppl": summary["best_valid_ppl"],
+                    "best_epoch": summary["best_epoch"],
+                    "epochs": summary["epochs_completed"],
+                    "stopped_early": summary["stopped_early"],
+                    "steps": summary["steps"],
+                    "train_seconds": round(summary["train_seconds"], 1),
+                    "device": device,
+                }
+            )
     lines += ["", "Epochs marked * stopped early (no better validation perplexity for `--patience` epochs)."]
     return lines, records
 

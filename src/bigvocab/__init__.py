@@ -1,4 +1,5 @@
 """bigvocab: every large-vocabulary output layer behind one interface, with exact evaluation."""
+
 from bigvocab import outputs, samplers  # noqa: F401  (importing registers the methods)
 from bigvocab.errors import BigvocabError, CheckpointError, ConfigError, DataError, NonFiniteError, UnknownNameError
 from bigvocab.outputs.base import OutputLayer

@@ -7,13 +7,14 @@ Everything in it is a tensor or a plain Python value (RNG states included), so i
 Writes are atomic (:func:`bigvocab.files.atomic_output`): a crash or a full disk mid-write leaves
 the previous file intact, and the error names the checkpoint, not a temporary file.
 """
+
 from __future__ import annotations
 
 import os
 import pickle
 import re
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import torch
 
@@ -23,7 +24,7 @@ from bigvocab.files import atomic_output, atomic_write_bytes, atomic_write_text 
 FORMAT = "bigvocab-checkpoint"
 VERSION = 1
 
-PathLike = Union[str, os.PathLike]
+PathLike = str | os.PathLike
 
 
 def save_checkpoint(path: PathLike, payload: dict[str, Any]) -> Path:
@@ -33,7 +34,7 @@ def save_checkpoint(path: PathLike, payload: dict[str, Any]) -> Path:
     return Path(path)
 
 
-def load_checkpoint(path: PathLike, map_location: Union[str, torch.device] = "cpu") -> dict[str, Any]:
+def load_checkpoint(path: PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any]:
     """Read a checkpoint written by :func:`save_checkpoint`.
 
     Raises:
@@ -41,14 +42,19 @@ def load_checkpoint(path: PathLike, map_location: Union[str, torch.device] = "cp
     """
     path = Path(path)
     if not path.is_file():
-        raise CheckpointError(f"checkpoint {str(path)!r} does not exist" if not path.exists()
-                              else f"checkpoint {str(path)!r} is not a file")
+        raise CheckpointError(
+            f"checkpoint {str(path)!r} does not exist"
+            if not path.exists()
+            else f"checkpoint {str(path)!r} is not a file"
+        )
     try:
         payload = torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as error:
         unsafe = re.search(r"Unsupported global: GLOBAL (\S+)", str(error))
         if unsafe is None:
-            raise CheckpointError(f"cannot read checkpoint {str(path)!r}: truncated or corrupt (not a torch file)") from None
+            raise CheckpointError(
+                f"cannot read checkpoint {str(path)!r}: truncated or corrupt (not a torch file)"
+            ) from None
         raise CheckpointError(
             f"{str(path)!r} is not a bigvocab checkpoint: it holds a Python object ({unsafe.group(1)}), "
             "which is not loaded because unpickling it could run code"
@@ -56,8 +62,10 @@ def load_checkpoint(path: PathLike, map_location: Union[str, torch.device] = "cp
     except OSError as error:
         raise CheckpointError(f"cannot read checkpoint {str(path)!r}: {error.strerror or error}") from None
     except Exception:  # torch raises many types, with long internal messages, for damaged files
-        raise CheckpointError(f"cannot read checkpoint {str(path)!r}: truncated or corrupt "
-                              f"({path.stat().st_size:,} bytes, not a complete torch file)") from None
+        raise CheckpointError(
+            f"cannot read checkpoint {str(path)!r}: truncated or corrupt "
+            f"({path.stat().st_size:,} bytes, not a complete torch file)"
+        ) from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise CheckpointError(f"{str(path)!r} is not a bigvocab checkpoint (no {FORMAT!r} tag)")
     if payload.get("version") != VERSION:
@@ -96,7 +104,7 @@ def build_from_meta(meta: dict[str, Any]):
     return model, vocab
 
 
-def load_model(path: PathLike, device: Union[str, torch.device] = "cpu"):
+def load_model(path: PathLike, device: str | torch.device = "cpu"):
     """``(model, vocab, checkpoint)`` from a checkpoint written by ``bigvocab train``.
 
     The model is in eval mode on ``device``. A checkpoint whose weights do not fit the model its

@@ -8,6 +8,7 @@ a bad option -- ends the command with one line ``bigvocab: error: ...`` on stder
 SIGTERM end it with one true line too, and status 130 or 143: during training the step under way
 finishes and ``last.pt`` is saved first. Warnings are one ``bigvocab: warning: ...`` line each.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,8 +22,9 @@ import textwrap
 import threading
 import time
 import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any
 
 from bigvocab.errors import BigvocabError, ConfigError, TrainingInterrupted
 from bigvocab.files import write_json
@@ -32,12 +34,41 @@ EXIT_ERROR = 2
 LIST_COLUMN = 14
 
 #: CLI option dest -> model option; only the options given reach the model.
-MODEL_OPTIONS = ("context", "embedding_dim", "hidden_dim", "direct", "num_layers", "dropout", "bptt",
-                 "tie_weights", "vector_size", "window", "sample", "cbow_mean", "sparse")
+MODEL_OPTIONS = (
+    "context",
+    "embedding_dim",
+    "hidden_dim",
+    "direct",
+    "num_layers",
+    "dropout",
+    "bptt",
+    "tie_weights",
+    "vector_size",
+    "window",
+    "sample",
+    "cbow_mean",
+    "sparse",
+)
 OUTPUT_OPTIONS = ("num_samples", "sampler", "ns_exponent", "tree", "cutoffs", "div_value")
 #: dest -> TrainConfig field.
-TRAIN_OPTIONS = ("epochs", "batch_size", "optimizer", "lr", "momentum", "weight_decay", "lr_schedule", "lr_decay",
-                 "min_lr", "clip_norm", "patience", "seed", "device", "log_every", "max_steps", "checkpoint_every")
+TRAIN_OPTIONS = (
+    "epochs",
+    "batch_size",
+    "optimizer",
+    "lr",
+    "momentum",
+    "weight_decay",
+    "lr_schedule",
+    "lr_decay",
+    "min_lr",
+    "clip_norm",
+    "patience",
+    "seed",
+    "device",
+    "log_every",
+    "max_steps",
+    "checkpoint_every",
+)
 #: Options that may be given with --resume (see bigvocab.train.RESUME_OVERRIDES).
 RESUMABLE = ("epochs", "max_steps", "device", "log_every", "patience", "checkpoint_every")
 
@@ -155,19 +186,33 @@ def build_parser() -> Parser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=Parser)
 
     def command(name: str, help_text: str, examples: str, handler: Callable, **kwargs) -> Parser:
-        sub = commands.add_parser(name, help=help_text, description=help_text, epilog=examples,
-                                  formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
+        sub = commands.add_parser(
+            name,
+            help=help_text,
+            description=help_text,
+            epilog=examples,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            **kwargs,
+        )
         sub.set_defaults(handler=handler)
         return sub
 
     command("list", "list output layers, samplers, models, optimisers and corpus specs", LIST_EXAMPLES, run_list)
 
-    train = command("train", "train a model and report its exact test perplexity", TRAIN_EXAMPLES, run_train,
-                    usage="bigvocab train --model NAME --out DIR [options]\n"
-                          "       bigvocab train --out DIR --resume [--epochs N ...]")
+    train = command(
+        "train",
+        "train a model and report its exact test perplexity",
+        TRAIN_EXAMPLES,
+        run_train,
+        usage="bigvocab train --model NAME --out DIR [options]\n"
+        "       bigvocab train --out DIR --resume [--epochs N ...]",
+    )
     group = train.add_argument_group("model")
-    group.add_argument("--model", metavar="NAME",
-                       help="required (except with --resume): nnlm, lstm, skipgram, cbow or cw (see 'bigvocab list')")
+    group.add_argument(
+        "--model",
+        metavar="NAME",
+        help="required (except with --resume): nnlm, lstm, skipgram, cbow or cw (see 'bigvocab list')",
+    )
     group.add_argument("--context", type=positive_int, help="nnlm: context words (n-1)")
     group.add_argument("--embedding-dim", type=positive_int, metavar="N", help="nnlm, lstm, cw: embedding size")
     group.add_argument("--hidden-dim", type=positive_int, metavar="N", help="nnlm, lstm, cw: hidden size")
@@ -175,32 +220,60 @@ def build_parser() -> Parser:
     group.add_argument("--layers", dest="num_layers", type=positive_int, metavar="N", help="lstm: layers")
     group.add_argument("--dropout", type=nonnegative_float, metavar="P", help="lstm: dropout probability")
     group.add_argument("--bptt", type=positive_int, metavar="N", help="lstm: truncated-BPTT length")
-    group.add_argument("--tie", dest="tie_weights", action=argparse.BooleanOptionalAction,
-                       help="lstm: tie input and output embeddings")
+    group.add_argument(
+        "--tie", dest="tie_weights", action=argparse.BooleanOptionalAction, help="lstm: tie input and output embeddings"
+    )
     group.add_argument("--vector-size", type=positive_int, metavar="N", help="skipgram, cbow: vector size")
     group.add_argument("--window", type=positive_int, metavar="N", help="skipgram, cbow, cw: window")
     group.add_argument("--sample", type=nonnegative_float, metavar="T", help="skipgram, cbow: subsampling threshold")
     group.add_argument("--cbow-mean", action=argparse.BooleanOptionalAction, help="cbow: mean (not sum) of context")
     group.add_argument("--sparse", action=argparse.BooleanOptionalAction, help="sparse embedding gradients")
-    group.add_argument("--model-opt", action="append", type=key_value, default=[], metavar="KEY=VALUE",
-                       help="any other model option (repeatable)")
+    group.add_argument(
+        "--model-opt",
+        action="append",
+        type=key_value,
+        default=[],
+        metavar="KEY=VALUE",
+        help="any other model option (repeatable)",
+    )
 
     group = train.add_argument_group("output layer")
     group.add_argument("--output", help="output layer (default full; neg for skipgram and cbow; see 'bigvocab list')")
-    group.add_argument("--num-samples", "--negative", dest="num_samples", type=positive_int, metavar="K",
-                       help="samples per example or step (sampling layers); --negative is gensim's name for neg")
+    group.add_argument(
+        "--num-samples",
+        "--negative",
+        dest="num_samples",
+        type=positive_int,
+        metavar="K",
+        help="samples per example or step (sampling layers); --negative is gensim's name for neg",
+    )
     group.add_argument("--sampler", help="proposal of a sampling layer (uniform, unigram, log_uniform, ...)")
-    group.add_argument("--ns-exponent", type=nonnegative_float, metavar="P",
-                       help="neg: power of its unigram sampler (default 0.75)")
+    group.add_argument(
+        "--ns-exponent", type=nonnegative_float, metavar="P", help="neg: power of its unigram sampler (default 0.75)"
+    )
     group.add_argument("--tree", help="hsm: huffman, balanced, random, class or clustered (with --tree-vectors)")
-    group.add_argument("--tree-vectors", type=Path, metavar="PATH",
-                       help="hsm --tree clustered: the word vectors to cluster (Mnih & Hinton 2008), a "
-                       "'bigvocab train' checkpoint (.pt) or a word2vec file (.bin binary, else text)")
+    group.add_argument(
+        "--tree-vectors",
+        type=Path,
+        metavar="PATH",
+        help="hsm --tree clustered: the word vectors to cluster (Mnih & Hinton 2008), a "
+        "'bigvocab train' checkpoint (.pt) or a word2vec file (.bin binary, else text)",
+    )
     group.add_argument("--cutoffs", type=int_list, metavar="LIST", help="adaptive, dsoftmax: e.g. 2000,10000")
-    group.add_argument("--div-value", type=positive_float, metavar="F",
-                       help="adaptive: tail cluster i projects to H / F^(i+1) dimensions (default 4)")
-    group.add_argument("--output-opt", action="append", type=key_value, default=[], metavar="KEY=VALUE",
-                       help="any other output-layer option, e.g. power=0.75 (repeatable)")
+    group.add_argument(
+        "--div-value",
+        type=positive_float,
+        metavar="F",
+        help="adaptive: tail cluster i projects to H / F^(i+1) dimensions (default 4)",
+    )
+    group.add_argument(
+        "--output-opt",
+        action="append",
+        type=key_value,
+        default=[],
+        metavar="KEY=VALUE",
+        help="any other output-layer option, e.g. power=0.75 (repeatable)",
+    )
 
     group = train.add_argument_group("corpus")
     group.add_argument("--corpus", metavar="SPEC", help="corpus spec (default synthetic; see 'bigvocab list')")
@@ -216,34 +289,60 @@ def build_parser() -> Parser:
     group.add_argument("--momentum", type=nonnegative_float, help=f"momentum, nesterov (default {defaults.momentum})")
     group.add_argument("--weight-decay", type=nonnegative_float, metavar="L2", help="L2 penalty (default 0)")
     group.add_argument("--lr-schedule", help=f"{', '.join(SCHEDULES)} (default plateau; linear for cw)")
-    group.add_argument("--lr-decay", type=positive_float, metavar="F",
-                       help=f"factor of the exponential and plateau schedules (default {defaults.lr_decay})")
+    group.add_argument(
+        "--lr-decay",
+        type=positive_float,
+        metavar="F",
+        help=f"factor of the exponential and plateau schedules (default {defaults.lr_decay})",
+    )
     group.add_argument("--min-lr", type=nonnegative_float, metavar="LR", help=f"default {defaults.min_lr}")
     group.add_argument("--clip-norm", type=positive_float, metavar="F", help="clip the gradient norm")
-    group.add_argument("--patience", type=nonnegative_int, metavar="N",
-                       help=f"stop after N epochs without a better valid perplexity; 0: never (default {defaults.patience})")
+    group.add_argument(
+        "--patience",
+        type=nonnegative_int,
+        metavar="N",
+        help=f"stop after N epochs without a better valid perplexity; 0: never (default {defaults.patience})",
+    )
     group.add_argument("--seed", type=nonnegative_int, help="default 0")
     group.add_argument("--device", help="cpu (default), cuda, cuda:1 ...")
-    group.add_argument("--log-every", type=positive_int, metavar="N", help=f"steps between metrics events (default {defaults.log_every})")
+    group.add_argument(
+        "--log-every",
+        type=positive_int,
+        metavar="N",
+        help=f"steps between metrics events (default {defaults.log_every})",
+    )
     group.add_argument("--max-steps", type=positive_int, metavar="N", help="stop after N optimiser steps")
     group.add_argument("--checkpoint-every", type=positive_int, metavar="N", help="also save last.pt every N steps")
-    group.add_argument("--workers", type=positive_int, metavar="N",
-                       help="skipgram, cbow with neg or hsm: threads of the compiled engine (default 1)")
+    group.add_argument(
+        "--workers",
+        type=positive_int,
+        metavar="N",
+        help="skipgram, cbow with neg or hsm: threads of the compiled engine (default 1)",
+    )
     group.add_argument("--no-progress", action="store_true", help="no progress bar")
-    group.add_argument("--vocab-parallel", action="store_true",
-                       help="under torchrun: split the output layer's rows over the processes, each seeing every "
-                            "batch (without it, torchrun trains data parallel: each process on its share of batches)")
-    group.add_argument("--skip-perplexity", action="store_true",
-                       help="no validation or test perplexity (for word vectors: exact evaluation of neg over the "
-                            "whole vocabulary can cost more than training); no best.pt, no early stopping")
+    group.add_argument(
+        "--vocab-parallel",
+        action="store_true",
+        help="under torchrun: split the output layer's rows over the processes, each seeing every "
+        "batch (without it, torchrun trains data parallel: each process on its share of batches)",
+    )
+    group.add_argument(
+        "--skip-perplexity",
+        action="store_true",
+        help="no validation or test perplexity (for word vectors: exact evaluation of neg over the "
+        "whole vocabulary can cost more than training); no best.pt, no early stopping",
+    )
 
     group = train.add_argument_group("run directory")
     group.add_argument("--out", required=True, metavar="DIR", help="where checkpoints, metrics and summary.json go")
     mode = group.add_mutually_exclusive_group()
     mode.add_argument("--resume", action="store_true", help="continue the run in DIR from its last.pt")
     mode.add_argument("--overwrite", action="store_true", help="replace a run already in DIR")
-    group.add_argument("--allow-changed-corpus", action="store_true",
-                       help="with --resume: go on although the corpus files changed since the run started")
+    group.add_argument(
+        "--allow-changed-corpus",
+        action="store_true",
+        help="with --resume: go on although the corpus files changed since the run started",
+    )
 
     evaluate = command("eval", "exact perplexity of a checkpoint, and word-vector benchmarks", EVAL_EXAMPLES, run_eval)
     evaluate.add_argument("--checkpoint", required=True, metavar="PATH", help="a best.pt or last.pt")
@@ -252,14 +351,27 @@ def build_parser() -> Parser:
     evaluate.add_argument("--batch-size", type=positive_int, default=512, metavar="N", help="default 512")
     evaluate.add_argument("--device", default="cpu", help="default cpu")
     evaluate.add_argument("--skip-perplexity", action="store_true", help="only the word-vector benchmarks")
-    evaluate.add_argument("--log-normaliser", action="store_true",
-                          help="also the mean and spread of log Z over the split (full, sampling and "
-                          "self-normalising layers): how self-normalised the model is")
+    evaluate.add_argument(
+        "--log-normaliser",
+        action="store_true",
+        help="also the mean and spread of log Z over the split (full, sampling and "
+        "self-normalising layers): how self-normalised the model is",
+    )
     evaluate.add_argument("--analogy", metavar="FILE", help="questions-words file: 3CosAdd accuracy")
-    evaluate.add_argument("--similarity", action="append", default=[], metavar="FILE",
-                          help="word-pair file (WordSim-353, SimLex-999): Spearman correlation (repeatable)")
-    evaluate.add_argument("--restrict-vocab", type=positive_int, default=30000, metavar="N",
-                          help="analogies use the N most frequent words (default 30000)")
+    evaluate.add_argument(
+        "--similarity",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="word-pair file (WordSim-353, SimLex-999): Spearman correlation (repeatable)",
+    )
+    evaluate.add_argument(
+        "--restrict-vocab",
+        type=positive_int,
+        default=30000,
+        metavar="N",
+        help="analogies use the N most frequent words (default 30000)",
+    )
     evaluate.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     export = command("export", "write a checkpoint's word vectors to a file", EXPORT_EXAMPLES, run_export)
@@ -270,25 +382,34 @@ def build_parser() -> Parser:
     export.add_argument("--overwrite", action="store_true", help="replace FILE if it exists")
 
     # bench owns its options: they are parsed by its own parser in run_bench_command
-    command("bench", "benchmark every output layer on this machine (see 'bigvocab bench --help')",
-            BENCH_EXAMPLES, run_bench_command, add_help=False)
+    command(
+        "bench",
+        "benchmark every output layer on this machine (see 'bigvocab bench --help')",
+        BENCH_EXAMPLES,
+        run_bench_command,
+        add_help=False,
+    )
     return parser
 
 
 # ---------------------------------------------------------------------------------- list
 def run_list(args: argparse.Namespace, extra: Sequence[str]) -> int:
-    import bigvocab.data  # noqa: F401  (registers the corpus kinds)
-    import bigvocab.models  # noqa: F401  (registers the models)
+    import bigvocab.data
+    import bigvocab.models
     import bigvocab.train  # noqa: F401  (registers the optimisers and schedules)
     from bigvocab.registry import CORPORA, MODELS, OPTIMIZERS, OUTPUTS, SAMPLERS, SCHEDULES, SCORERS, TREES
 
     width = shutil.get_terminal_size((100, 24)).columns
-    sections = (("output layers (--output)", OUTPUTS, None), ("scorers", SCORERS, None),
-                ("hsm trees (--tree)", TREES, None), ("samplers (--sampler)", SAMPLERS, None),
-                ("models (--model)", MODELS, None),
-                ("optimizers (--optimizer)", OPTIMIZERS, None),
-                ("lr schedules (--lr-schedule)", SCHEDULES, None),
-                ("corpus specs (--corpus)", CORPORA, lambda name: CORPORA.get(name).form))
+    sections = (
+        ("output layers (--output)", OUTPUTS, None),
+        ("scorers", SCORERS, None),
+        ("hsm trees (--tree)", TREES, None),
+        ("samplers (--sampler)", SAMPLERS, None),
+        ("models (--model)", MODELS, None),
+        ("optimizers (--optimizer)", OPTIMIZERS, None),
+        ("lr schedules (--lr-schedule)", SCHEDULES, None),
+        ("corpus specs (--corpus)", CORPORA, lambda name: CORPORA.get(name).form),
+    )
     for title, registry, label in sections:
         print(f"{title}:")
         for name in registry.names():
@@ -326,8 +447,13 @@ def _stored_values(checkpoint: dict[str, Any]) -> dict[str, Any]:
     stored = {name: config.get(name) for name in TRAIN_OPTIONS}
     stored.update({name: (meta.get("model_kwargs") or {}).get(name) for name in MODEL_OPTIONS})
     stored.update({name: (meta.get("output_kwargs") or {}).get(name) for name in OUTPUT_OPTIONS})
-    stored.update(model=meta.get("model"), output=meta.get("output"), tree_vectors=meta.get("tree_vectors"),
-                  min_count=corpus_options.get("min_count"), max_vocab=corpus_options.get("max_size"))
+    stored.update(
+        model=meta.get("model"),
+        output=meta.get("output"),
+        tree_vectors=meta.get("tree_vectors"),
+        min_count=corpus_options.get("min_count"),
+        max_vocab=corpus_options.get("max_size"),
+    )
     return stored
 
 
@@ -347,8 +473,10 @@ def _resume_overrides(args: argparse.Namespace, checkpoint: dict[str, Any]) -> d
     changed += [f"--{flag.replace('_', '-')} {key}" for flag, key, value, old in pairs if value != old]
     if changed:
         allowed = ", ".join("--" + name.replace("_", "-") for name in RESUMABLE)
-        raise ConfigError(f"--resume continues the stored run; {', '.join(changed)} cannot change (only {allowed}, "
-                          "--no-progress; --corpus may name the same files in another place)")
+        raise ConfigError(
+            f"--resume continues the stored run; {', '.join(changed)} cannot change (only {allowed}, "
+            "--no-progress; --corpus may name the same files in another place)"
+        )
     overrides = _given(args, RESUMABLE)
     if overrides.get("patience") == 0:
         overrides["patience"] = None
@@ -361,13 +489,14 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
     from bigvocab.distributed.training import DistributedTraining
     from bigvocab.models.word2vec import WORD2VEC_MODELS
     from bigvocab.registry import MODELS
-    from bigvocab.train import CLI_SPELLING, RunLock, check_out_dir, resolve_device
     from bigvocab.runs import new_run, resume_run, run_summary, train_and_test
+    from bigvocab.train import CLI_SPELLING, RunLock, check_out_dir, resolve_device
 
     out = Path(args.out)
     # under torchrun: join the run (None in one process); rank 0 alone locks, writes and prints
-    distributed = DistributedTraining.from_environment(vocab_parallel=args.vocab_parallel,
-                                                       device=resolve_device(args.device or "cpu"))
+    distributed = DistributedTraining.from_environment(
+        vocab_parallel=args.vocab_parallel, device=resolve_device(args.device or "cpu")
+    )
     writes = distributed is None or distributed.writes
     check_out_dir(out, resume=args.resume, overwrite=args.overwrite, spelling=CLI_SPELLING)
     if distributed is not None:  # every rank has checked DIR before rank 0 locks and writes it
@@ -378,10 +507,17 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
             if writes:
                 lock.enter_context(RunLock(out, CLI_SPELLING))
             checkpoint = load_checkpoint(out / "last.pt")
-            trainer, corpus = resume_run(out, checkpoint=checkpoint, corpus=args.corpus,
-                                         allow_changed_corpus=args.allow_changed_corpus, validate=not args.skip_perplexity,
-                                         spelling=CLI_SPELLING, workers=args.workers, distributed=distributed,
-                                         **{**_resume_overrides(args, checkpoint), "progress": progress})
+            trainer, corpus = resume_run(
+                out,
+                checkpoint=checkpoint,
+                corpus=args.corpus,
+                allow_changed_corpus=args.allow_changed_corpus,
+                validate=not args.skip_perplexity,
+                spelling=CLI_SPELLING,
+                workers=args.workers,
+                distributed=distributed,
+                **{**_resume_overrides(args, checkpoint), "progress": progress},
+            )
         else:
             if not args.model:
                 raise ConfigError("--model is required (one of: " + ", ".join(MODELS.names()) + ")")
@@ -392,12 +528,23 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
             output_kwargs = {**output_defaults, **_given(args, OUTPUT_OPTIONS), **dict(args.output_opt)}
             _check_tree_vectors(args, output_kwargs)
             trainer, corpus = new_run(
-                args.model, args.output or ("full" if model_class.has_distribution else None),
-                _train_config(args, model_class.has_distribution), out, corpus=args.corpus or "synthetic",
-                model_kwargs={**_given(args, MODEL_OPTIONS), **dict(args.model_opt)}, output_kwargs=output_kwargs,
-                min_count=args.min_count, max_size=args.max_vocab, tree_vectors=args.tree_vectors,
-                validate=not args.skip_perplexity, overwrite=args.overwrite, progress=progress,
-                workers=args.workers, spelling=CLI_SPELLING, distributed=distributed)
+                args.model,
+                args.output or ("full" if model_class.has_distribution else None),
+                _train_config(args, model_class.has_distribution),
+                out,
+                corpus=args.corpus or "synthetic",
+                model_kwargs={**_given(args, MODEL_OPTIONS), **dict(args.model_opt)},
+                output_kwargs=output_kwargs,
+                min_count=args.min_count,
+                max_size=args.max_vocab,
+                tree_vectors=args.tree_vectors,
+                validate=not args.skip_perplexity,
+                overwrite=args.overwrite,
+                progress=progress,
+                workers=args.workers,
+                spelling=CLI_SPELLING,
+                distributed=distributed,
+            )
             if writes:
                 lock.enter_context(RunLock(out, CLI_SPELLING))
                 # again under the lock: another run may have finished in DIR while the corpus was read
@@ -423,8 +570,10 @@ def _check_tree_vectors(args: argparse.Namespace, output_kwargs: dict[str, Any])
     if args.tree_vectors is not None and not reads_vectors:
         raise ConfigError("--tree-vectors goes with a layer that reads word vectors (--output hsm --tree clustered)")
     if args.tree_vectors is None and reads_vectors:
-        raise ConfigError("--tree clustered needs --tree-vectors PATH: word vectors over this vocabulary, e.g. the "
-                          "best.pt of a run with another output layer, or a word2vec file (Mnih & Hinton 2008)")
+        raise ConfigError(
+            "--tree clustered needs --tree-vectors PATH: word vectors over this vocabulary, e.g. the "
+            "best.pt of a run with another output layer, or a word2vec file (Mnih & Hinton 2008)"
+        )
 
 
 def _apply_word2vec_defaults(args: argparse.Namespace) -> dict[str, Any]:
@@ -453,8 +602,10 @@ def _summary_line(summary: dict[str, Any]) -> str:
     best = summary["best_valid_ppl"]
     valid = f"best valid ppl {best:.2f} at epoch {summary['best_epoch']}" if best is not None else "not validated"
     stop = ", stopped early" if summary["stopped_early"] else ""
-    return (f"{name} on {summary['corpus']}: {quality} | {valid} | {summary['epochs_completed']} epochs{stop}, "
-            f"{summary['steps']:,} steps, {summary['train_seconds']:.1f} s | {summary['checkpoint']}")
+    return (
+        f"{name} on {summary['corpus']}: {quality} | {valid} | {summary['epochs_completed']} epochs{stop}, "
+        f"{summary['steps']:,} steps, {summary['train_seconds']:.1f} s | {summary['checkpoint']}"
+    )
 
 
 # ---------------------------------------------------------------------------------- eval
@@ -477,8 +628,10 @@ def run_eval(args: argparse.Namespace, extra: Sequence[str]) -> int:
     if args.log_normaliser and args.skip_perplexity:
         raise ConfigError("--log-normaliser goes with the perplexity pass; drop --skip-perplexity")
     if args.skip_perplexity and not (args.analogy or args.similarity):
-        raise ConfigError("nothing to evaluate: --skip-perplexity leaves only the word-vector benchmarks, and no "
-                          "--analogy or --similarity file is given")
+        raise ConfigError(
+            "nothing to evaluate: --skip-perplexity leaves only the word-vector benchmarks, and no "
+            "--analogy or --similarity file is given"
+        )
     # the evaluation files are read first, so a bad one fails before any long pass
     questions = read_analogies(args.analogy) if args.analogy else None
     pair_files = [(path, read_word_pairs(path)) for path in args.similarity]
@@ -494,33 +647,43 @@ def run_eval(args: argparse.Namespace, extra: Sequence[str]) -> int:
             if not spec:
                 raise ConfigError("the checkpoint does not name its corpus; pass --corpus")
             if args.corpus is None and corpus_fingerprint(spec) is None and spec.partition(":")[0] != "synthetic":
-                raise ConfigError(f"the checkpoint's corpus {spec!r} does not exist (any more); give its new place "
-                                  "with --corpus")
+                raise ConfigError(
+                    f"the checkpoint's corpus {spec!r} does not exist (any more); give its new place with --corpus"
+                )
             corpus = load_corpus(spec, vocab=vocab, progress=not args.no_progress)
             changed = fingerprint_difference(meta.get("corpus_fingerprint"), corpus_fingerprint(spec))
             if args.corpus is None and changed:
-                warnings.warn(f"the corpus {spec!r} changed since training ({changed}); the perplexity is over "
-                              "its files as they are now")
+                warnings.warn(
+                    f"the corpus {spec!r} changed since training ({changed}); the perplexity is over "
+                    "its files as they are now",
+                    stacklevel=2,
+                )
             ids = getattr(corpus, args.split)
             total, count = total_log_prob(model, ids, args.batch_size, progress=not args.no_progress)
             print(f"{args.split} perplexity: {perplexity_from(total, count):.3f} ({count:,} targets of {spec})")
             if args.log_normaliser:
                 stats = log_normaliser_stats(model, ids, args.batch_size, progress=not args.no_progress)
-                print(f"{args.split} log Z: mean {stats.mean:.4f}, std {stats.std:.4f}, max |log Z| "
-                      f"{stats.max_abs:.4f} ({stats.count:,} contexts)")
+                print(
+                    f"{args.split} log Z: mean {stats.mean:.4f}, std {stats.std:.4f}, max |log Z| "
+                    f"{stats.max_abs:.4f} ({stats.count:,} contexts)"
+                )
     if questions is not None or pair_files:
         vectors = WordVectors(vocab.words, model.word_vectors())
         if questions is not None:
             result = evaluate_analogies(vectors, questions, args.restrict_vocab)
             searched = min(args.restrict_vocab, len(vectors))
-            print(f"analogy {Path(args.analogy).name}: accuracy {_share(result.accuracy)} ({result.correct:,}/"
-                  f"{result.total:,}; semantic {_share(result.semantic_accuracy)}, syntactic "
-                  f"{_share(result.syntactic_accuracy)}; {result.skipped:,} skipped; answers searched among the "
-                  f"{searched:,} most frequent of {len(vectors):,} words)")
+            print(
+                f"analogy {Path(args.analogy).name}: accuracy {_share(result.accuracy)} ({result.correct:,}/"
+                f"{result.total:,}; semantic {_share(result.semantic_accuracy)}, syntactic "
+                f"{_share(result.syntactic_accuracy)}; {result.skipped:,} skipped; answers searched among the "
+                f"{searched:,} most frequent of {len(vectors):,} words)"
+            )
         for path, pairs in pair_files:
             result = evaluate_similarity(vectors, pairs)
-            print(f"similarity {Path(path).name}: spearman {_share(result.spearman)} "
-                  f"({result.pairs:,} pairs, {result.skipped:,} skipped)")
+            print(
+                f"similarity {Path(path).name}: spearman {_share(result.spearman)} "
+                f"({result.pairs:,} pairs, {result.skipped:,} skipped)"
+            )
     return 0
 
 
@@ -550,14 +713,18 @@ def run_bench_command(args: argparse.Namespace, extra: Sequence[str]) -> int:
     import bigvocab.bench
     from bigvocab.bench.options import add_bench_arguments
 
-    parser = Parser(prog="bigvocab bench", description="Benchmark every registered output layer on this machine.",
-                    epilog=BENCH_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = Parser(
+        prog="bigvocab bench",
+        description="Benchmark every registered output layer on this machine.",
+        epilog=BENCH_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_bench_arguments(parser)
     return bigvocab.bench.main(parser.parse_args(list(extra)))
 
 
 # ---------------------------------------------------------------------------------- entry point
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Run the command in ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     _use_huge_pages()
@@ -574,9 +741,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         except TrainingInterrupted as stopped:
             out = stopped.checkpoint.parent
             name = signal.Signals(stopped.signal_number).name
-            return _fail(f"{name} received: the run stopped after step {stopped.step:,} and saved "
-                         f"{str(stopped.checkpoint)!r}; continue it with 'bigvocab train --out {out} --resume'",
-                         128 + stopped.signal_number)
+            return _fail(
+                f"{name} received: the run stopped after step {stopped.step:,} and saved "
+                f"{str(stopped.checkpoint)!r}; continue it with 'bigvocab train --out {out} --resume'",
+                128 + stopped.signal_number,
+            )
         except (UsageError, BigvocabError) as error:
             return _fail(str(error))
         except OSError as error:  # a missing file, permissions, a directory where a file should be
@@ -592,7 +761,7 @@ def _use_huge_pages() -> None:
 
     A training step at V = 1M allocates GiB-size gradients and blocks afresh, and on 4 KiB pages
     the kernel faults each page in: 400 ms for a fresh 1 GiB tensor here, 70 ms with huge pages
-    (``results/full-row-blocks-class-major``). PyTorch reads the variable at its first CPU
+    (``docs/design/full-softmax-blocks.md``). PyTorch reads the variable at its first CPU
     allocation, so this runs before the command makes a tensor (importing bigvocab makes none).
     """
     os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")

@@ -4,6 +4,7 @@ Every error a user can cause derives from :class:`BigvocabError`, so the CLI can
 message on one line and exit non-zero without a traceback, while programming errors inside the
 library still surface as ordinary tracebacks.
 """
+
 from __future__ import annotations
 
 

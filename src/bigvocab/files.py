@@ -10,6 +10,7 @@ user asked for, never the temporary one.
 JSON written here is strict (RFC 8259): a NaN or infinite float becomes ``null``, since
 ``json.dumps``'s default ``NaN``/``Infinity`` literals are rejected by most other parsers.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -17,12 +18,13 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator, Union
+from typing import Any, BinaryIO
 
 from bigvocab.errors import WriteError
 
-PathLike = Union[str, os.PathLike]
+PathLike = str | os.PathLike
 
 
 def current_umask() -> int:

@@ -15,12 +15,14 @@ is filled by the package that defines its entries, when that package is imported
 The registries live here, below every package, so that a package can look up another's entries
 by name without importing it.
 """
+
 from __future__ import annotations
 
 import difflib
 import inspect
 import re
-from typing import Any, Callable, Generic, Iterator, Mapping, Optional, TypeVar
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Generic, TypeVar
 
 from bigvocab.errors import ConfigError, UnknownNameError
 
@@ -87,7 +89,7 @@ def unknown_name_message(kind: str, name: str, valid: list[str]) -> str:
     return f"unknown {kind} {name!r}{hint} (valid: {', '.join(valid)})"
 
 
-def keyword_options(factory: Callable[..., Any]) -> Optional[set[str]]:
+def keyword_options(factory: Callable[..., Any]) -> set[str] | None:
     """Keyword names ``factory`` accepts (a class: its constructor's), or None when it takes
     ``**kwargs``."""
     params = inspect.signature(factory).parameters.values()
@@ -110,8 +112,7 @@ def build(registry: Registry, name: str, args: tuple, side: Mapping[str, Any], k
                 close = difflib.get_close_matches(key, valid, n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else ""
                 raise ConfigError(
-                    f"{registry.kind} {name!r} does not take {key!r}{hint} "
-                    f"(options: {', '.join(valid) or 'none'})"
+                    f"{registry.kind} {name!r} does not take {key!r}{hint} (options: {', '.join(valid) or 'none'})"
                 )
     given = {key: value for key, value in side.items() if value is not None and (options is None or key in options)}
     return factory(*args, **kwargs, **given)

@@ -9,13 +9,15 @@ path and the corpus's fingerprint (:func:`~bigvocab.data.corpora.corpus_fingerpr
 is evaluated and resumed from any directory, its corpus may move, and a corpus that changed is
 noticed instead of silently giving another split.
 """
+
 from __future__ import annotations
 
 import math
 import os
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping, Optional, Union
+from typing import Any
 
 from torch import Tensor
 
@@ -38,27 +40,27 @@ from bigvocab.train.rundir import PYTHON_SPELLING
 from bigvocab.train.trainer import Trainer
 from bigvocab.word2vec.trainer import configure_engine, trainer_class
 
-PathLike = Union[str, os.PathLike]
+PathLike = str | os.PathLike
 
 
 def new_run(
     model: str,
-    output: Optional[str],
+    output: str | None,
     config: TrainConfig,
     out_dir: PathLike,
     *,
     corpus: str = "synthetic",
-    model_kwargs: Optional[Mapping[str, Any]] = None,
-    output_kwargs: Optional[Mapping[str, Any]] = None,
-    min_count: Optional[int] = None,
-    max_size: Optional[int] = None,
-    tree_vectors: Optional[PathLike] = None,
+    model_kwargs: Mapping[str, Any] | None = None,
+    output_kwargs: Mapping[str, Any] | None = None,
+    min_count: int | None = None,
+    max_size: int | None = None,
+    tree_vectors: PathLike | None = None,
     validate: bool = True,
     overwrite: bool = False,
     progress: bool = True,
-    workers: Optional[int] = None,
+    workers: int | None = None,
     spelling: Mapping[str, str] = PYTHON_SPELLING,
-    distributed: Optional[DistributedTraining] = None,
+    distributed: DistributedTraining | None = None,
 ) -> tuple[Trainer, Corpus]:
     """A :class:`Trainer` for a fresh run of the registered ``model`` with the ``output`` layer on
     ``corpus``, and the corpus.
@@ -98,21 +100,36 @@ def new_run(
         meta["tree_vectors"] = str(Path(tree_vectors).resolve())
     built, _ = build_from_meta(meta)
     chosen = _trainer_class(built, config, workers, spelling, distributed)
-    trainer = chosen(built, data.train, data.valid if validate else None, config, out_dir=out_dir, meta=meta,
-                     overwrite=overwrite, distributed=distributed)
+    trainer = chosen(
+        built,
+        data.train,
+        data.valid if validate else None,
+        config,
+        out_dir=out_dir,
+        meta=meta,
+        overwrite=overwrite,
+        distributed=distributed,
+    )
     configure_engine(trainer, workers, data.vocab)
     return trainer, data
 
 
-def _trainer_class(model, config: TrainConfig, workers: Optional[int], spelling: Mapping[str, str],
-                   distributed: Optional[DistributedTraining]) -> type[Trainer]:
+def _trainer_class(
+    model,
+    config: TrainConfig,
+    workers: int | None,
+    spelling: Mapping[str, str],
+    distributed: DistributedTraining | None,
+) -> type[Trainer]:
     """:func:`~bigvocab.word2vec.trainer.trainer_class` in one process; the torch Trainer under
     torchrun, where the engine (one process's threads) does not run."""
     if distributed is None:
         return trainer_class(model, config, workers, spelling)
     if workers is not None:
-        raise ConfigError(f"{spelling['workers']} sets the threads of the word2vec engine, which does not run "
-                          "under torchrun; leave it out")
+        raise ConfigError(
+            f"{spelling['workers']} sets the threads of the word2vec engine, which does not run "
+            "under torchrun; leave it out"
+        )
     return Trainer
 
 
@@ -123,22 +140,25 @@ def clustered_tree_from(path: PathLike, vocab: Vocab):
 
     vectors, missing = load_word_vectors(path).aligned_to(vocab.words)
     if missing:
-        warnings.warn(f"{missing:,} of {len(vocab):,} words have no vector in {str(path)!r}; they are "
-                      "clustered at the mean vector", stacklevel=3)
+        warnings.warn(
+            f"{missing:,} of {len(vocab):,} words have no vector in {str(path)!r}; they are "
+            "clustered at the mean vector",
+            stacklevel=3,
+        )
     return clustered_tree(vectors)
 
 
 def resume_run(
     out_dir: PathLike,
     *,
-    checkpoint: Optional[dict[str, Any]] = None,
-    corpus: Optional[str] = None,
+    checkpoint: dict[str, Any] | None = None,
+    corpus: str | None = None,
     allow_changed_corpus: bool = False,
     validate: bool = True,
     progress: bool = True,
     spelling: Mapping[str, str] = PYTHON_SPELLING,
-    workers: Optional[int] = None,
-    distributed: Optional[DistributedTraining] = None,
+    workers: int | None = None,
+    distributed: DistributedTraining | None = None,
     **overrides: Any,
 ) -> tuple[Trainer, Corpus]:
     """A :class:`Trainer` that continues the run in ``out_dir`` from its ``last.pt``, and its corpus.
@@ -160,8 +180,10 @@ def resume_run(
         checkpoint = load_checkpoint(out_dir / "last.pt")
     meta = dict(checkpoint.get("meta") or {})
     if "corpus" not in meta or "vocab" not in meta:
-        raise ConfigError(f"{str(out_dir / 'last.pt')!r} does not describe its model and corpus (it was not "
-                          "written by bigvocab.runs.new_run or 'bigvocab train'); use Trainer.resume")
+        raise ConfigError(
+            f"{str(out_dir / 'last.pt')!r} does not describe its model and corpus (it was not "
+            "written by bigvocab.runs.new_run or 'bigvocab train'); use Trainer.resume"
+        )
     spec = corpus or meta["corpus"]
     check_corpus(meta, spec, allow_changed=allow_changed_corpus, spelling=spelling)
     data = load_corpus(spec, vocab=Vocab.from_dict(meta["vocab"]), progress=progress)
@@ -174,8 +196,16 @@ def resume_run(
     if stored:  # without it Trainer.resume says what is missing
         resumed = {**stored, **{name: value for name, value in overrides.items() if name in RESUME_OVERRIDES}}
         chosen = _trainer_class(model, TrainConfig.from_dict(resumed), workers, spelling, distributed)
-    trainer = chosen.resume(out_dir, model, data.train, data.valid if validate else None, checkpoint=checkpoint,
-                            distributed=distributed, progress=progress, **overrides)
+    trainer = chosen.resume(
+        out_dir,
+        model,
+        data.train,
+        data.valid if validate else None,
+        checkpoint=checkpoint,
+        distributed=distributed,
+        progress=progress,
+        **overrides,
+    )
     configure_engine(trainer, workers, data.vocab)
     trainer.meta = meta
     return trainer, data
@@ -195,15 +225,18 @@ def check_corpus(
             raise DataError(f"the run was trained on {meta['corpus']!r}, not {spec!r}")
         return
     if not Path(spec.partition(":")[2]).expanduser().exists():
-        raise DataError(f"the run's corpus {spec!r} does not exist (any more); give its new place with "
-                        f"{spelling['corpus']}")
+        raise DataError(
+            f"the run's corpus {spec!r} does not exist (any more); give its new place with {spelling['corpus']}"
+        )
     difference = fingerprint_difference(meta.get("corpus_fingerprint"), corpus_fingerprint(spec))
     if difference is not None and not allow_changed:
-        raise DataError(f"the corpus {spec!r} is not the one the run was trained on ({difference}); "
-                        f"pass {spelling['allow_changed_corpus']} to go on with it")
+        raise DataError(
+            f"the corpus {spec!r} is not the one the run was trained on ({difference}); "
+            f"pass {spelling['allow_changed_corpus']} to go on with it"
+        )
 
 
-def train_and_test(trainer: Trainer, test_ids: Optional[Tensor]) -> dict[str, Any]:
+def train_and_test(trainer: Trainer, test_ids: Tensor | None) -> dict[str, Any]:
     """Train to the end, then the exact perplexity on ``test_ids`` of the best checkpoint the run
     wrote (the last one when no epoch was validated, the model in memory when it keeps nothing
     on disk). ``test_ids`` None, or a model without a distribution, gives ``test_ppl`` None.
@@ -219,11 +252,15 @@ def train_and_test(trainer: Trainer, test_ids: Optional[Tensor]) -> dict[str, An
         if test_ids is not None and trainer.model.has_distribution:
             test_ppl = perplexity(trainer.model, test_ids, trainer.config.batch_size)
     except KeyboardInterrupt as error:
-        raise type(error)(f"interrupted during the test evaluation; the trained run is saved in "
-                          f"{str(trainer.out_dir)!r}") from None
+        raise type(error)(
+            f"interrupted during the test evaluation; the trained run is saved in {str(trainer.out_dir)!r}"
+        ) from None
     if test_ppl is not None and not math.isfinite(test_ppl):
-        warnings.warn(f"test perplexity is {test_ppl}: the model gives some test word probability 0 (it "
-                      "diverged; a lower learning rate usually helps)", stacklevel=2)
+        warnings.warn(
+            f"test perplexity is {test_ppl}: the model gives some test word probability 0 (it "
+            "diverged; a lower learning rate usually helps)",
+            stacklevel=2,
+        )
     return {**result, "test_ppl": test_ppl, "checkpoint": chosen}
 
 

@@ -1,8 +1,8 @@
 """Argument checks shared by layers, samplers, models and the CLI."""
+
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 from bigvocab.errors import ConfigError
 
@@ -59,7 +59,7 @@ def check_finite_float(name: str, value: object) -> float:
     return float(value)
 
 
-def check_num_samples(num_samples: object, num_classes: int, *, default: Optional[int] = None) -> int:
+def check_num_samples(num_samples: object, num_classes: int, *, default: int | None = None) -> int:
     """k must satisfy 1 <= k < V: drawing V or more negatives is the full softmax done badly.
     None means ``default`` capped at V - 1 (every sampling layer reads None so)."""
     if num_samples is None and default is not None:

@@ -16,6 +16,8 @@ from bigvocab.bench import BenchConfig, all_candidates, run_bench
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.registry import OUTPUTS
 
+pytestmark = pytest.mark.slow
+
 
 class BrokenLayer(OutputLayer):
     """Registered only inside a test: its constructor fails the way a bad layer would."""

@@ -40,7 +40,7 @@ def test_full_preset_and_overrides():
 
 def test_the_quality_language_takes_the_presets_zipf_exponent():
     """The full preset's quality runs use the steeper language its sizing measured (zipf 1.5,
-    results/quality-sizing-2026-11-26); the corpus the bench loads must be that language."""
+    docs/design/bench-quality-preset.md); the corpus the bench loads must be that language."""
     from bigvocab.bench.suites.quality import quality_tasks
     from bigvocab.data.corpora import load_corpus
 

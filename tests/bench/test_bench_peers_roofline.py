@@ -38,7 +38,7 @@ def test_peers_are_exact_normalised_output_layers(peer):
     gathered = log_p.gather(1, target[:, None]).squeeze(1)
     torch.testing.assert_close(peer.loss(hidden, target, reduction="none"), -gathered)
     torch.testing.assert_close(peer.log_prob(hidden, target), gathered)
-    values, ids = peer.topk(hidden, 3)
+    values, _ids = peer.topk(hidden, 3)
     torch.testing.assert_close(values, log_p.topk(3, dim=1).values)
 
 
@@ -156,7 +156,9 @@ def test_sampling_layers_declare_the_expected_distinct_rows(name, options):
     it (the gap measured with 20,000 draws was 0.1%)."""
     layer = bigvocab.create_output(name, H, V, counts=zipf_counts(V), num_samples=7, **options)
     generator = torch.Generator().manual_seed(3)
-    target = torch.multinomial(torch.tensor(zipf_counts(V), dtype=torch.float64), N, replacement=True, generator=generator)
+    target = torch.multinomial(
+        torch.tensor(zipf_counts(V), dtype=torch.float64), N, replacement=True, generator=generator
+    )
     _, declared = layer._train_scores(target)
     torch.manual_seed(4)
     repetitions = 4000
@@ -205,7 +207,12 @@ def test_matmul_rate_reports_each_shape_and_the_best():
 
 def test_bandwidth_reports_positive_rates_and_the_slower_of_gather_and_scatter():
     rates = measure_bandwidth(
-        torch.device("cpu"), stream_elements=1 << 12, table_rows=64, width=8, gathered_rows=32, repeats=1,
+        torch.device("cpu"),
+        stream_elements=1 << 12,
+        table_rows=64,
+        width=8,
+        gathered_rows=32,
+        repeats=1,
         min_time=0.001,
     )
     assert all(rates[key] > 0 for key in ("stream_gbps", "gather_gbps", "scatter_gbps"))
@@ -220,8 +227,20 @@ def test_roofline_is_the_larger_of_compute_and_memory_time():
     assert roofline_seconds(1e10, 1e8, 1e8, machine) == pytest.approx(0.1)
     step = OperationTiming(speedup=1.0, q1=1.0, q3=1.0, min=1.0, max=1.0, seconds=0.02, full_seconds=0.02, repeats=1)
     rows = [
-        SpeedRow("a", "a", "layer", 10, 4, 2, 2, timings={"train": step}, achieved_gflops=50.0, required_flops=1e9,
-                 required_bytes=1e8, required_gathered_bytes=0.0),
+        SpeedRow(
+            "a",
+            "a",
+            "layer",
+            10,
+            4,
+            2,
+            2,
+            timings={"train": step},
+            achieved_gflops=50.0,
+            required_flops=1e9,
+            required_bytes=1e8,
+            required_gathered_bytes=0.0,
+        ),
         SpeedRow("b", "b", "layer", 10, 4, 2, 2, timings={"train": step}),
     ]
     add_roofline_fractions(rows, 100.0, {"10": machine})
@@ -235,12 +254,25 @@ def test_each_row_is_held_to_the_bandwidth_measured_on_a_table_of_its_own_vocabu
 
     def gathering_row(vocab_size: int) -> SpeedRow:
         # 1e8 bytes, all gathered as rows: memory-bound at any of the rates below.
-        return SpeedRow("a", "a", "layer", vocab_size, 4, 2, 2, timings={"train": step}, required_flops=1.0,
-                        required_bytes=1e8, required_gathered_bytes=1e8)
+        return SpeedRow(
+            "a",
+            "a",
+            "layer",
+            vocab_size,
+            4,
+            2,
+            2,
+            timings={"train": step},
+            required_flops=1.0,
+            required_bytes=1e8,
+            required_gathered_bytes=1e8,
+        )
 
     rows = [gathering_row(10), gathering_row(1000), gathering_row(5)]
-    bandwidth = {"10": {"stream_gbps": 10.0, "gather_scatter_gbps": 4.0},
-                 "1000": {"stream_gbps": 10.0, "gather_scatter_gbps": 2.0}}
+    bandwidth = {
+        "10": {"stream_gbps": 10.0, "gather_scatter_gbps": 4.0},
+        "1000": {"stream_gbps": 10.0, "gather_scatter_gbps": 2.0},
+    }
     add_roofline_fractions(rows, 100.0, bandwidth)
     # 1e8 bytes take 25 ms at 4 GB/s and 50 ms at 2 GB/s, of a 100 ms step.
     assert [row.roofline_fraction for row in rows[:2]] == [pytest.approx(0.25), pytest.approx(0.5)]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 from bigvocab.bench.harness.rows import CurvePoint, QualityRow
 from bigvocab.bench.suites.recommend import AT_BUDGET, ON_VALIDATION, kept_point, recommend
 
@@ -13,7 +11,7 @@ def row(
     points: list[tuple[float, float]],
     dataset: str = "synthetic V=100",
     status: str = "ok",
-    valid: Optional[list[float]] = None,
+    valid: list[float] | None = None,
 ) -> QualityRow:
     """A quality row whose curve has (training seconds, test perplexity) at budgets 1, 2 and 4 s,
     and the validation perplexities ``valid`` when given."""
@@ -73,7 +71,10 @@ def test_with_validation_an_overfitting_layer_is_judged_by_its_best_validation_c
     assert (lines[2.0]["best"], lines[2.0]["best_checkpoint"], lines[2.0]["fastest"]) == ("hsm", 1.0, "hsm")
     # At the budget alone, hsm's 200 would lose to full's 110 at 4 s.
     at_budget = recommend([row(r.approach, [(p.train_seconds, p.test_ppl) for p in r.curve]) for r in rows])
-    assert at_budget[-1]["selection"] == AT_BUDGET and (at_budget[-1]["best"], at_budget[-1]["best_ppl"]) == ("full", 110.0)
+    assert at_budget[-1]["selection"] == AT_BUDGET and (at_budget[-1]["best"], at_budget[-1]["best_ppl"]) == (
+        "full",
+        110.0,
+    )
 
 
 def test_validation_selection_needs_every_row_of_the_corpus_to_have_it():
@@ -84,4 +85,9 @@ def test_validation_selection_needs_every_row_of_the_corpus_to_have_it():
         row("hsm", [(1.0, 100.0), (2.0, 140.0), (4.0, 200.0)], valid=[105.0, 150.0, 210.0]),
     ]
     last = recommend(rows)[-1]
-    assert (last["selection"], last["best"], last["best_ppl"], last["best_checkpoint"]) == (AT_BUDGET, "full", 110.0, 4.0)
+    assert (last["selection"], last["best"], last["best_ppl"], last["best_checkpoint"]) == (
+        AT_BUDGET,
+        "full",
+        110.0,
+        4.0,
+    )

@@ -26,8 +26,14 @@ from bigvocab.bench.suites.recommend import recommend
 
 def timed(speedup: float, seconds: float = 0.01) -> OperationTiming:
     return OperationTiming(
-        speedup=speedup, q1=speedup * 0.9, q3=speedup * 1.1, min=speedup * 0.8, max=speedup * 1.2,
-        seconds=seconds, full_seconds=seconds * speedup, repeats=3,
+        speedup=speedup,
+        q1=speedup * 0.9,
+        q3=speedup * 1.1,
+        min=speedup * 0.8,
+        max=speedup * 1.2,
+        seconds=seconds,
+        full_seconds=seconds * speedup,
+        repeats=3,
     )
 
 
@@ -129,7 +135,12 @@ def test_json_round_trips_and_has_no_nan(results, tmp_path):
     assert loaded["speed"][4]["timings"] == {} and loaded["speed"][4]["error"] == "ConfigError: bad"
     assert loaded["summary"][1]["approach"] == "hsm[huffman]"
     assert loaded["quality"][1]["curve"][1] == {
-        "budget_seconds": 2.0, "train_seconds": 2.0, "tokens": 1000, "steps": 10, "test_ppl": 120.0, "ppl_ratio": 1.2,
+        "budget_seconds": 2.0,
+        "train_seconds": 2.0,
+        "tokens": 1000,
+        "steps": 10,
+        "test_ppl": 120.0,
+        "ppl_ratio": 1.2,
         "valid_ppl": None,
     }
 
@@ -180,7 +191,10 @@ def test_markdown_marks_the_checkpoint_kept_on_validation(results, tmp_path):
     assert "| brown | hsm | 500 | (1,000) | 150.0* | 300.0 |" in text
     assert "| brown | full | 500 | (1,000) | 400.0 | 200.0* |" in text
     assert "| brown | 500 | 1 s | best validation checkpoint | hsm (150.0) | hsm (after 1.0 s) |" in text
-    assert "| brown | 500 | 2 s | best validation checkpoint | hsm (150.0, its 1 s checkpoint) | hsm (after 1.0 s) |" in text
+    assert (
+        "| brown | 500 | 2 s | best validation checkpoint | hsm (150.0, its 1 s checkpoint) | hsm (after 1.0 s) |"
+        in text
+    )
 
 
 def test_reproduce_command_lists_only_what_differs_from_the_preset(tmp_path):
@@ -206,7 +220,9 @@ def test_perplexity_plot_rings_the_kept_checkpoints_under_one_legend_entry(resul
     legends = []
     drawn = matplotlib.figure.Figure.legend
     monkeypatch.setattr(
-        matplotlib.figure.Figure, "legend", lambda figure, handles, names, **kw: legends.append(list(names)) or drawn(figure, handles, names, **kw)
+        matplotlib.figure.Figure,
+        "legend",
+        lambda figure, handles, names, **kw: legends.append(list(names)) or drawn(figure, handles, names, **kw),
     )
     paths, _ = write_plots(results, tmp_path)
     assert paths[-1].name == "perplexity_vs_time.png" and paths[-1].stat().st_size > 1000

@@ -19,6 +19,8 @@ from bigvocab.bench.harness.selection import select_candidates
 from bigvocab.bench.suites import quality, speed
 from bigvocab.errors import ConfigError
 
+pytestmark = pytest.mark.slow
+
 OUTPUTS = ["full", "sampled", "hsm?huffman?"]
 LABELS = [candidate.label for candidate in select_candidates(OUTPUTS)]
 
@@ -201,9 +203,14 @@ def test_a_second_run_into_the_same_directory_is_refused_while_the_first_holds_i
     from bigvocab.errors import RunLockedError
 
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom bigvocab.train.rundir import RunLock\n"
-         f"with RunLock({str(tmp_path)!r}):\n    print('held', flush=True)\n    time.sleep(60)"],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nfrom bigvocab.train.rundir import RunLock\n"
+            f"with RunLock({str(tmp_path)!r}):\n    print('held', flush=True)\n    time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout.readline().strip() == "held"

@@ -1,4 +1,5 @@
 """The speed bench probes evaluation operations on one row and skips those too slow to time."""
+
 from __future__ import annotations
 
 import torch
@@ -33,6 +34,14 @@ def test_fast_operations_are_probed_and_timed():
 
 
 def test_a_skip_reads_as_a_note_on_an_ok_row():
-    row = SpeedRow(approach="char", method="char", kind="", vocab_size=10**6, hidden=8, batch=1, eval_rows=1,
-                   error="log_softmax skipped (too slow: 9.1 s/row)")
+    row = SpeedRow(
+        approach="char",
+        method="char",
+        kind="",
+        vocab_size=10**6,
+        hidden=8,
+        batch=1,
+        eval_rows=1,
+        error="log_softmax skipped (too slow: 9.1 s/row)",
+    )
     assert formatting.speed_line(row).endswith("ok; log_softmax skipped (too slow: 9.1 s/row)")

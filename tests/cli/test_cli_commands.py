@@ -1,5 +1,6 @@
 """The command-line tool, run in-process through ``main([...])``: every command end to end on tiny
 corpora, and every user error as one ``bigvocab: error:`` line, exit status 2, nothing written."""
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,21 @@ from bigvocab.data.corpora import load_corpus
 from bigvocab.evaluate import load_word2vec_format, perplexity
 
 SPEC = "synthetic:vocab_size=200,num_classes=5,tokens=5000"
-TINY_NNLM = ["--model", "nnlm", "--output", "full", "--context", "2", "--embedding-dim", "8", "--hidden-dim", "8",
-             "--batch-size", "64", "--no-progress"]
+TINY_NNLM = [
+    "--model",
+    "nnlm",
+    "--output",
+    "full",
+    "--context",
+    "2",
+    "--embedding-dim",
+    "8",
+    "--hidden-dim",
+    "8",
+    "--batch-size",
+    "64",
+    "--no-progress",
+]
 
 
 def run_ok(capsys, argv):
@@ -28,7 +42,7 @@ def run_ok(capsys, argv):
 
 def run_error(capsys, argv, match: str, status: int = 2) -> str:
     code = main(argv)
-    out, err = capsys.readouterr()
+    _out, err = capsys.readouterr()
     assert code == status
     assert err.startswith("bigvocab: error: ") and err.count("\n") == 1, err
     assert "Traceback" not in err
@@ -61,10 +75,24 @@ def nnlm_run(tmp_path_factory):
 # ------------------------------------------------------------------------------ list and help
 def test_list_shows_every_registry_and_corpus_form(capsys):
     out = run_ok(capsys, ["list"])
-    for expected in ("output layers (--output):", "full", "scorers:", "hsm trees (--tree):", "huffman",
-                     "samplers (--sampler):", "unigram", "models (--model):", "nnlm", "skipgram",
-                     "optimizers (--optimizer):", "sparse_adam", "lr schedules", "plateau", "brown-bengio:PATH",
-                     "synthetic["):
+    for expected in (
+        "output layers (--output):",
+        "full",
+        "scorers:",
+        "hsm trees (--tree):",
+        "huffman",
+        "samplers (--sampler):",
+        "unigram",
+        "models (--model):",
+        "nnlm",
+        "skipgram",
+        "optimizers (--optimizer):",
+        "sparse_adam",
+        "lr schedules",
+        "plateau",
+        "brown-bengio:PATH",
+        "synthetic[",
+    ):
         assert expected in out
     # whole first paragraphs, no reStructuredText
     assert "``" not in out and ":class:" not in out and ":func:" not in out
@@ -75,7 +103,7 @@ def test_list_shows_every_registry_and_corpus_form(capsys):
 @pytest.mark.parametrize("command", ["list", "train", "eval", "export", "bench"])
 def test_every_help_ends_with_examples(capsys, command):
     out = run_ok(capsys, [command, "--help"])
-    tail = out[out.rindex("examples:"):]
+    tail = out[out.rindex("examples:") :]
     assert f"bigvocab {command}" in tail
     assert all(line.startswith("  ") for line in tail.strip().splitlines()[1:])
 
@@ -104,8 +132,19 @@ def test_eval_prints_the_same_perplexity(capsys, nnlm_run):
 @pytest.mark.parametrize("binary", [False, True])
 def test_export_writes_the_embedding(capsys, nnlm_run, tmp_path, binary):
     target = tmp_path / "vectors"
-    run_ok(capsys, ["export", "--checkpoint", str(nnlm_run / "best.pt"), "--format", "word2vec", "--out",
-                    str(target), *(["--binary"] if binary else [])])
+    run_ok(
+        capsys,
+        [
+            "export",
+            "--checkpoint",
+            str(nnlm_run / "best.pt"),
+            "--format",
+            "word2vec",
+            "--out",
+            str(target),
+            *(["--binary"] if binary else []),
+        ],
+    )
     model, vocab, _ = load_model(nnlm_run / "best.pt")
     vectors = load_word2vec_format(target, binary=binary)
     assert vectors.words == vocab.words
@@ -124,15 +163,48 @@ def test_resume_continues_and_refuses_run_options(capsys, tmp_path):
 
 def test_word2vec_model_with_analogy_and_similarity(capsys, tmp_path, text_file):
     out = tmp_path / "sg"
-    run_ok(capsys, ["train", "--model", "skipgram", "--output", "neg", "--num-samples", "3", "--vector-size", "8",
-                    "--window", "2", "--corpus", f"text:{text_file}", "--epochs", "1", "--no-progress",
-                    "--batch-size", "128", "--out", str(out)])
+    run_ok(
+        capsys,
+        [
+            "train",
+            "--model",
+            "skipgram",
+            "--output",
+            "neg",
+            "--num-samples",
+            "3",
+            "--vector-size",
+            "8",
+            "--window",
+            "2",
+            "--corpus",
+            f"text:{text_file}",
+            "--epochs",
+            "1",
+            "--no-progress",
+            "--batch-size",
+            "128",
+            "--out",
+            str(out),
+        ],
+    )
     questions = tmp_path / "q.txt"
     questions.write_text(": s\nword1 word2 word3 word4\nword1 word2 word3 nope\n")
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text("word1\tword2\t3\nword3\tword4\t1\nword5\tword9\t2\nnope\tword1\t5\n")
-    result = run_ok(capsys, ["eval", "--checkpoint", str(out / "best.pt"), "--no-progress", "--analogy",
-                             str(questions), "--similarity", str(pairs)])
+    result = run_ok(
+        capsys,
+        [
+            "eval",
+            "--checkpoint",
+            str(out / "best.pt"),
+            "--no-progress",
+            "--analogy",
+            str(questions),
+            "--similarity",
+            str(pairs),
+        ],
+    )
     assert "test perplexity: " in result
     assert "(0/1;" in result or "(1/1;" in result
     assert "1 skipped" in result and "3 pairs, 1 skipped" in result
@@ -140,8 +212,27 @@ def test_word2vec_model_with_analogy_and_similarity(capsys, tmp_path, text_file)
 
 def test_model_without_output_layer(capsys, tmp_path):
     out = tmp_path / "cw"
-    text = run_ok(capsys, ["train", "--model", "cw", "--window", "1", "--embedding-dim", "8", "--hidden-dim", "8",
-                           "--corpus", SPEC, "--epochs", "1", "--no-progress", "--out", str(out)])
+    text = run_ok(
+        capsys,
+        [
+            "train",
+            "--model",
+            "cw",
+            "--window",
+            "1",
+            "--embedding-dim",
+            "8",
+            "--hidden-dim",
+            "8",
+            "--corpus",
+            SPEC,
+            "--epochs",
+            "1",
+            "--no-progress",
+            "--out",
+            str(out),
+        ],
+    )
     assert "no perplexity" in text
     assert json.loads((out / "summary.json").read_text())["test_ppl"] is None
     assert "n/a" in run_ok(capsys, ["eval", "--checkpoint", str(out / "last.pt")])
@@ -149,14 +240,19 @@ def test_model_without_output_layer(capsys, tmp_path):
 
 # ------------------------------------------------------------------------------ errors
 def test_negative_epochs(capsys, tmp_path):
-    run_error(capsys, ["train", "--model", "nnlm", "--epochs", "-1", "--out", str(tmp_path / "x")],
-              "argument --epochs: must be a positive integer, got '-1'")
+    run_error(
+        capsys,
+        ["train", "--model", "nnlm", "--epochs", "-1", "--out", str(tmp_path / "x")],
+        "argument --epochs: must be a positive integer, got '-1'",
+    )
     assert not (tmp_path / "x").exists()
 
 
 def test_unknown_names_suggest_the_closest(capsys, tmp_path):
     run_error(capsys, ["train", "--model", "nnln", "--out", str(tmp_path / "x")], "did you mean 'nnlm'")
-    run_error(capsys, ["train", *TINY_NNLM, "--optimizer", "adamm", "--out", str(tmp_path / "x")], "did you mean 'adam'")
+    run_error(
+        capsys, ["train", *TINY_NNLM, "--optimizer", "adamm", "--out", str(tmp_path / "x")], "did you mean 'adam'"
+    )
     run_error(capsys, ["train", *TINY_NNLM, "--bptt", "5", "--corpus", SPEC, "--out", str(tmp_path / "x")], "bptt")
     run_error(capsys, ["frobnicate"], "invalid choice")
     assert not (tmp_path / "x").exists()
@@ -170,8 +266,11 @@ def test_empty_corpus_file(capsys, tmp_path):
 
 
 def test_every_word_unknown(capsys, tmp_path, text_file):
-    run_error(capsys, ["train", *TINY_NNLM, "--corpus", f"text:{text_file}", "--min-count", "100000",
-                       "--out", str(tmp_path / "x")], "unknown")
+    run_error(
+        capsys,
+        ["train", *TINY_NNLM, "--corpus", f"text:{text_file}", "--min-count", "100000", "--out", str(tmp_path / "x")],
+        "unknown",
+    )
     assert not (tmp_path / "x").exists()
     out = tmp_path / "run"
     run_ok(capsys, ["train", *TINY_NNLM, "--corpus", f"text:{text_file}", "--epochs", "1", "--out", str(out)])
@@ -182,11 +281,11 @@ def test_every_word_unknown(capsys, tmp_path, text_file):
 
 def test_nonexistent_paths(capsys, tmp_path):
     missing = tmp_path / "missing.txt"
-    run_error(capsys, ["train", *TINY_NNLM, "--corpus", f"text:{missing}", "--out", str(tmp_path / "x")],
-              str(missing))
+    run_error(capsys, ["train", *TINY_NNLM, "--corpus", f"text:{missing}", "--out", str(tmp_path / "x")], str(missing))
     run_error(capsys, ["eval", "--checkpoint", str(tmp_path / "none.pt")], "does not exist")
-    run_error(capsys, ["export", "--checkpoint", str(tmp_path / "none.pt"), "--out", str(tmp_path / "v")],
-              "does not exist")
+    run_error(
+        capsys, ["export", "--checkpoint", str(tmp_path / "none.pt"), "--out", str(tmp_path / "v")], "does not exist"
+    )
     assert not (tmp_path / "x").exists() and not (tmp_path / "v").exists()
 
 
@@ -204,12 +303,19 @@ def test_corrupted_checkpoint(capsys, tmp_path, nnlm_run):
 def test_failed_commands_overwrite_nothing(capsys, tmp_path, nnlm_run):
     before = snapshot(nnlm_run)
     run_error(capsys, ["train", *TINY_NNLM, "--corpus", SPEC, "--out", str(nnlm_run)], "already holds a training run")
-    run_error(capsys, ["train", *TINY_NNLM, "--corpus", f"text:{tmp_path / 'missing'}", "--out", str(nnlm_run),
-                       "--overwrite"], "missing")
-    run_error(capsys, ["train", *TINY_NNLM, "--corpus", SPEC, "--window", "3", "--out", str(nnlm_run),
-                       "--overwrite"], "window")
-    run_error(capsys, ["train", *TINY_NNLM, "--corpus", SPEC, "--lr", "0", "--out", str(nnlm_run), "--overwrite"],
-              "--lr")
+    run_error(
+        capsys,
+        ["train", *TINY_NNLM, "--corpus", f"text:{tmp_path / 'missing'}", "--out", str(nnlm_run), "--overwrite"],
+        "missing",
+    )
+    run_error(
+        capsys,
+        ["train", *TINY_NNLM, "--corpus", SPEC, "--window", "3", "--out", str(nnlm_run), "--overwrite"],
+        "window",
+    )
+    run_error(
+        capsys, ["train", *TINY_NNLM, "--corpus", SPEC, "--lr", "0", "--out", str(nnlm_run), "--overwrite"], "--lr"
+    )
     run_error(capsys, ["train", "--out", str(nnlm_run), "--resume", "--overwrite"], "not allowed with")
     assert snapshot(nnlm_run) == before
 
@@ -221,8 +327,9 @@ def test_interrupt_is_one_line(capsys, tmp_path, monkeypatch):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(Trainer, "fit", interrupted)
-    run_error(capsys, ["train", *TINY_NNLM, "--corpus", SPEC, "--out", str(tmp_path / "x")], "SIGINT received",
-              status=130)
+    run_error(
+        capsys, ["train", *TINY_NNLM, "--corpus", SPEC, "--out", str(tmp_path / "x")], "SIGINT received", status=130
+    )
 
 
 def test_summary_perplexities_are_finite(nnlm_run):
@@ -237,20 +344,49 @@ def test_clustered_tree_from_a_checkpoints_vectors_is_stored_in_the_run(capsys, 
 
     out = tmp_path / "clustered"
     hsm = [*TINY_NNLM[:3], "hsm", *TINY_NNLM[4:], "--tree", "clustered"]
-    run_ok(capsys, ["train", *hsm, "--tree-vectors", str(nnlm_run / "best.pt"), "--corpus", SPEC, "--epochs", "1",
-                    "--out", str(out)])
-    model, vocab, _ = load_model(out / "best.pt")
+    run_ok(
+        capsys,
+        [
+            "train",
+            *hsm,
+            "--tree-vectors",
+            str(nnlm_run / "best.pt"),
+            "--corpus",
+            SPEC,
+            "--epochs",
+            "1",
+            "--out",
+            str(out),
+        ],
+    )
+    model, _vocab, _ = load_model(out / "best.pt")
     first, _, _ = load_model(nnlm_run / "best.pt")
     assert model.output.tree == clustered_tree(first.word_vectors())
-    assert "valid perplexity" in run_ok(capsys, ["eval", "--checkpoint", str(out / "best.pt"), "--split", "valid",
-                                                 "--no-progress"])
+    assert "valid perplexity" in run_ok(
+        capsys, ["eval", "--checkpoint", str(out / "best.pt"), "--split", "valid", "--no-progress"]
+    )
     run_error(capsys, ["train", *hsm, "--corpus", SPEC, "--out", str(tmp_path / "x")], "needs --tree-vectors")
-    run_error(capsys, ["train", *TINY_NNLM, "--tree-vectors", str(nnlm_run / "best.pt"), "--corpus", SPEC,
-                       "--out", str(tmp_path / "y")], "reads word vectors (--output hsm --tree clustered)")
+    run_error(
+        capsys,
+        [
+            "train",
+            *TINY_NNLM,
+            "--tree-vectors",
+            str(nnlm_run / "best.pt"),
+            "--corpus",
+            SPEC,
+            "--out",
+            str(tmp_path / "y"),
+        ],
+        "reads word vectors (--output hsm --tree clustered)",
+    )
 
 
 def test_eval_reports_log_normaliser_statistics(capsys, nnlm_run):
     out = run_ok(capsys, ["eval", "--checkpoint", str(nnlm_run / "best.pt"), "--log-normaliser", "--no-progress"])
     assert "test log Z: mean " in out and "contexts)" in out
-    run_error(capsys, ["eval", "--checkpoint", str(nnlm_run / "best.pt"), "--log-normaliser", "--skip-perplexity"],
-              "drop --skip-perplexity")
+    run_error(
+        capsys,
+        ["eval", "--checkpoint", str(nnlm_run / "best.pt"), "--log-normaliser", "--skip-perplexity"],
+        "drop --skip-perplexity",
+    )

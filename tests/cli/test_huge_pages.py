@@ -1,4 +1,5 @@
 """The CLI asks PyTorch's CPU allocator for transparent huge pages, and it is not too late to."""
+
 from __future__ import annotations
 
 import os
@@ -40,6 +41,7 @@ def test_main_sets_the_variable_unless_the_user_did(monkeypatch):
 def test_importing_the_cli_allocates_no_tensor_so_the_setting_takes_effect():
     """PyTorch reads the variable at its first CPU allocation: an import-time tensor would make it
     silently void. The fresh 64 MiB tensor must fault far fewer pages than its 16,384 small ones."""
-    faults = int(subprocess.run([sys.executable, "-c", FAULTS_AFTER_IMPORT], check=True, capture_output=True,
-                                text=True).stdout)
+    faults = int(
+        subprocess.run([sys.executable, "-c", FAULTS_AFTER_IMPORT], check=True, capture_output=True, text=True).stdout
+    )
     assert faults < 4096, f"{faults} page faults for 64 MiB: huge pages not in use"

@@ -1,4 +1,5 @@
 """The batch counts that progress bars show agree with the batches the generators yield."""
+
 from __future__ import annotations
 
 import pytest
@@ -20,11 +21,14 @@ def test_bptt_segment_count(num_ids, batch_size, bptt):
     assert bptt_segment_count(num_ids, batch_size, bptt) == sum(1 for _ in segments)
 
 
-@pytest.mark.parametrize("name, output, options", [
-    ("nnlm", "full", {"context": 2, "embedding_dim": 4, "hidden_dim": 4}),
-    ("lstm", "full", {"embedding_dim": 4, "hidden_dim": 4, "bptt": 5}),
-    ("cw", None, {"window": 1, "embedding_dim": 4, "hidden_dim": 4}),
-])
+@pytest.mark.parametrize(
+    "name, output, options",
+    [
+        ("nnlm", "full", {"context": 2, "embedding_dim": 4, "hidden_dim": 4}),
+        ("lstm", "full", {"embedding_dim": 4, "hidden_dim": 4, "bptt": 5}),
+        ("cw", None, {"window": 1, "embedding_dim": 4, "hidden_dim": 4}),
+    ],
+)
 def test_models_count_their_batches(name, output, options):
     model = build_model(name, 20, output, model_kwargs=options)
     ids = torch.randint(0, 20, (97,), generator=torch.Generator().manual_seed(0))
@@ -36,8 +40,13 @@ def test_models_count_their_batches(name, output, options):
 @pytest.mark.parametrize("num_ids, window", [(1, 3), (2, 3), (4, 3), (97, 3), (97, 1), (60, 5)])
 def test_word2vec_counts_its_batches(name, num_ids, window):
     """Exact for evaluation; an upper bound for training, which shrinks windows and subsamples."""
-    model = build_model(name, 20, "neg", counts=[50 - i for i in range(20)],
-                        model_kwargs={"vector_size": 4, "window": window, "sample": 1e-2})
+    model = build_model(
+        name,
+        20,
+        "neg",
+        counts=[50 - i for i in range(20)],
+        model_kwargs={"vector_size": 4, "window": window, "sample": 1e-2},
+    )
     ids = torch.randint(0, 20, (num_ids,), generator=torch.Generator().manual_seed(0))
     for batch_size in (1, 8):
         if num_ids >= 2:

@@ -1,4 +1,5 @@
 """load_corpus: every spec kind on tiny files, the split conventions, and clear errors."""
+
 from __future__ import annotations
 
 import re

@@ -1,4 +1,5 @@
 """The synthetic language: exact entropy, exact sampler, ids sorted by probability, determinism."""
+
 from __future__ import annotations
 
 import math

@@ -1,4 +1,5 @@
 """Vocab: frequency order, rare-word merging, lookups and the file / dict round trips."""
+
 from __future__ import annotations
 
 import random

@@ -1,5 +1,6 @@
 """What each rank computes in the data-parallel tests: P ranks stepping on their slices of a
 global batch, gradients averaged, against one process stepping on the whole batch."""
+
 from __future__ import annotations
 
 import copy

@@ -5,10 +5,12 @@ against the one-process layer with the same weights and the same random draws.
 error (max |ours - reference| / max |reference|) for numbers, or the text of the error raised for
 bad setups. One spawn serves every check, because starting P processes costs seconds.
 """
+
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -39,7 +41,7 @@ OBJECTIVES: list[tuple[str, str, dict]] = [
 ]
 
 
-def relative_error(ours: Optional[Tensor], reference: Optional[Tensor]) -> float:
+def relative_error(ours: Tensor | None, reference: Tensor | None) -> float:
     if ours is None and reference is None:
         return 0.0
     if ours is None or reference is None:
@@ -182,7 +184,9 @@ def check_checkpoint(group: Any) -> dict[str, Any]:
     results["gather_keys_equal"] = sorted(gathered) == sorted(reference)
     results["gather_error"] = max(relative_error(gathered[key], reference[key]) for key in reference)
     # A one-process layer loads the gathered state.
-    fresh_single = nn.Sequential(nn.Linear(3, H).double(), build("nce", {"num_samples": 5, "normaliser": "learned"}, torch.float64, seed=9))
+    fresh_single = nn.Sequential(
+        nn.Linear(3, H).double(), build("nce", {"num_samples": 5, "normaliser": "learned"}, torch.float64, seed=9)
+    )
     fresh_single.load_state_dict(gathered)
     results["single_loads_gathered"] = True
     # ... and a fresh vocabulary-parallel model resumes from it.
@@ -200,7 +204,9 @@ def check_checkpoint(group: Any) -> dict[str, Any]:
     local = model.state_dict()
     local["1.scorer._extra_state"] = {"rank": 0, "world_size": 2, "rows": {"weight": [1, V - 1], "bias": [1, V - 1]}}
     results["other_layout"] = raised(lambda: fresh.load_state_dict(local))
-    results["wrong_rows"] = raised(lambda: shard_state_dict(fresh, {**gathered, "1.scorer.weight": gathered["1.scorer.weight"][:-1]}))
+    results["wrong_rows"] = raised(
+        lambda: shard_state_dict(fresh, {**gathered, "1.scorer.weight": gathered["1.scorer.weight"][:-1]})
+    )
     return results
 
 
@@ -233,9 +239,9 @@ def check_built_sharded(group: Any) -> dict[str, Any]:
         torch.manual_seed(7)
         losses.append(each.loss(hidden, target, reduction="none"))
     torch.manual_seed(0)
-    keyword = bigvocab.create_output(
-        "full", H, V, counts=COUNTS, max_chunk_elements=CHUNK, vocab_parallel=group
-    ).to(torch.float64)
+    keyword = bigvocab.create_output("full", H, V, counts=COUNTS, max_chunk_elements=CHUNK, vocab_parallel=group).to(
+        torch.float64
+    )
     split = pair("full", {}, torch.float64, group)[1]
     return {
         "keyword": relative_error(keyword.log_softmax(hidden), split.log_softmax(hidden)),
@@ -250,12 +256,22 @@ def check_built_sharded(group: Any) -> dict[str, Any]:
 def check_bad_setups(group: Any) -> dict[str, str]:
     world = torch.distributed.get_world_size(group)
     return {
-        "structured_layer": raised(lambda: vocab_parallel(bigvocab.create_output("dsoftmax", H, V, counts=COUNTS), group)),
+        "structured_layer": raised(
+            lambda: vocab_parallel(bigvocab.create_output("dsoftmax", H, V, counts=COUNTS), group)
+        ),
         "computed_rows": raised(
             lambda: vocab_parallel(
                 bigvocab.create_output(
-                    "sampled", H, V, counts=COUNTS, num_samples=3, scorer="cnn", words=[f"w{i}" for i in range(V)],
-                    char_dim=4, filters=((1, 3), (2, 3)), correction_dim=3,
+                    "sampled",
+                    H,
+                    V,
+                    counts=COUNTS,
+                    num_samples=3,
+                    scorer="cnn",
+                    words=[f"w{i}" for i in range(V)],
+                    char_dim=4,
+                    filters=((1, 3), (2, 3)),
+                    correction_dim=3,
                 ),
                 group,
             )

@@ -4,13 +4,15 @@ Each process uses one thread and the file-based rendezvous (no port to race for)
 gets the group explicitly and returns a JSON-able result; :func:`run_ranks` returns the results in
 rank order, and an exception in any rank fails the test with that rank's traceback.
 """
+
 from __future__ import annotations
 
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -19,9 +21,7 @@ import torch.multiprocessing as mp
 
 def _entry(rank: int, world_size: int, out_dir: str, fn: Callable[..., Any], kwargs: dict) -> None:
     torch.set_num_threads(1)
-    dist.init_process_group(
-        "gloo", init_method=f"file://{out_dir}/rendezvous", rank=rank, world_size=world_size
-    )
+    dist.init_process_group("gloo", init_method=f"file://{out_dir}/rendezvous", rank=rank, world_size=world_size)
     try:
         result = fn(dist.group.WORLD, **kwargs)
         Path(out_dir, f"rank{rank}.json").write_text(json.dumps(result))

@@ -5,20 +5,20 @@ checkpoint round trip, each against the one-process layer with the same weights.
 :func:`structured_checks` runs in every spawned process and returns ``{check name: value}``
 (relative errors, counts, or the text of an error).
 """
+
 from __future__ import annotations
 
 import copy
 from typing import Any
 
 import torch
+from distributed_checks import H, N, all_checks, raised, relative_error, train
 from torch import Tensor, nn
 
 import bigvocab
 from bigvocab.distributed import gather_state_dict, shard_state_dict
 from bigvocab.distributed.rows import RowSharded
 from bigvocab.outputs.parallel import vocab_parallel
-
-from distributed_checks import H, N, all_checks, raised, relative_error, train
 
 #: (check name, registered layer, V, options). V = 40 gives the trees a replicated top and
 #: subtrees on every rank for P = 2 and 3; adaptive's clusters (4 and 5 rows at V = 13, 3 cut
@@ -129,7 +129,9 @@ def check_training_and_checkpoint(group: Any, name: str, num_classes: int, optio
     gathered = gather_state_dict(sharded, dst=None)
     fresh_single = nn.Sequential(nn.Linear(4, H).to(dtype), build(name, num_classes, options, dtype, seed=9))
     fresh_single.load_state_dict(gathered)
-    fresh = nn.Sequential(nn.Linear(4, H).to(dtype), vocab_parallel(build(name, num_classes, options, dtype, seed=9), group))
+    fresh = nn.Sequential(
+        nn.Linear(4, H).to(dtype), vocab_parallel(build(name, num_classes, options, dtype, seed=9), group)
+    )
     fresh.load_state_dict(shard_state_dict(fresh, gathered))
     local = sharded.state_dict()
     key = next(k for k in local if k.endswith("_extra_state"))
@@ -142,7 +144,9 @@ def check_training_and_checkpoint(group: Any, name: str, num_classes: int, optio
         "gather_root_is_none_elsewhere": (on_root is None) == (torch.distributed.get_rank(group) != 0),
         "single_loads_gathered": max(relative_error(fresh_single.state_dict()[k], reference[k]) for k in reference),
         "scatter_error": max(
-            relative_error(fresh.state_dict()[k], v) for k, v in sharded.state_dict().items() if not k.endswith("_extra_state")
+            relative_error(fresh.state_dict()[k], v)
+            for k, v in sharded.state_dict().items()
+            if not k.endswith("_extra_state")
         ),
         "other_layout": raised(lambda: fresh.load_state_dict(local)),
     }

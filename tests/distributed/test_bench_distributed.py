@@ -1,5 +1,6 @@
 """``bench --distributed``: the side-by-side table and the checks of its option (the measurement
-itself is a child process per layout; results/distributed-1m holds a run)."""
+itself is a child process per layout; results/distributed-memory holds a run)."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,15 +9,28 @@ from bigvocab.bench.harness.config import BenchConfig
 from bigvocab.bench.suites.distributed import distributed_table, ratio_rows, run_distributed_bench
 from bigvocab.errors import ConfigError
 
+pytestmark = pytest.mark.slow
+
 
 def row(label, processes, rank, params, step, seconds):
-    return {"label": label, "processes": processes, "rank": rank, "param_mib": params, "peak_step_mib": step,
-            "layer_peak_mib": params + step, "step_seconds": seconds}
+    return {
+        "label": label,
+        "processes": processes,
+        "rank": rank,
+        "param_mib": params,
+        "peak_step_mib": step,
+        "layer_peak_mib": params + step,
+        "step_seconds": seconds,
+    }
 
 
 def test_ratios_take_the_largest_rank_against_one_process():
-    rows = [row("full", 1, 0, 100.0, 100.0, 1.0), row("full", 2, 0, 50.0, 60.0, 0.6), row("full", 2, 1, 50.0, 56.0, 0.7),
-            {"label": "dsoftmax", "processes": 2, "rank": 0, "error": "ConfigError: DifferentiatedSoftmax cannot be made"}]
+    rows = [
+        row("full", 1, 0, 100.0, 100.0, 1.0),
+        row("full", 2, 0, 50.0, 60.0, 0.6),
+        row("full", 2, 1, 50.0, 56.0, 0.7),
+        {"label": "dsoftmax", "processes": 2, "rank": 0, "error": "ConfigError: DifferentiatedSoftmax cannot be made"},
+    ]
     full, dsoftmax = ratio_rows(rows)
     assert full["max_rank_layer_peak_mib"] == 110.0 and full["layer_peak_mib_ratio"] == pytest.approx(0.55)
     assert full["peak_step_mib_ratio"] == pytest.approx(0.6) and full["max_rank_step_seconds"] == 0.7

@@ -1,14 +1,17 @@
 """Data parallelism under gloo on 2 and 3 CPU processes: averaged (dense and sparse) gradients
 make P ranks with N rows each step exactly as one process with P N rows."""
+
 from __future__ import annotations
 
 import pytest
 import torch.distributed as dist
-
 from data_parallel_checks import all_checks
 from distributed_harness import ranks_once
 
-pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo"),
+]
 
 
 @pytest.fixture(params=(2, 3), ids=lambda p: f"P{p}")

@@ -1,6 +1,7 @@
 """``Trainer`` under gloo on 2 processes, data parallel and vocabulary parallel, stopped and
 resumed: per-step losses, tokens and the final one-process checkpoint match one ordinary process
 (data parallel: with the P-times larger batch)."""
+
 from __future__ import annotations
 
 import signal
@@ -8,13 +9,16 @@ import signal
 import pytest
 import torch
 import torch.distributed as dist
-
-from bigvocab.distributed.training import DistributedTraining
-from bigvocab.errors import ConfigError
 from distributed_harness import run_ranks
 from training_checks import all_checks, leave_together, signal_on_one_rank
 
-pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo")
+from bigvocab.distributed.training import DistributedTraining
+from bigvocab.errors import ConfigError
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo"),
+]
 
 _cache: dict[str, dict] = {}
 

@@ -2,6 +2,7 @@
 reaches the one-process run's test perplexity and writes the same files, which an ordinary
 ``bigvocab eval`` reads; a data-parallel run trains on both ranks' batches. (The numbers are held
 to one process in test_distributed_training.py; here it is the command line and the launcher.)"""
+
 from __future__ import annotations
 
 import json
@@ -16,19 +17,44 @@ import torch.distributed as dist
 import bigvocab
 from bigvocab.cli import main
 
-pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo"),
+]
 
-TRAIN = ["train", "--model", "nnlm", "--corpus", "synthetic:vocab_size=60,num_classes=4,tokens=3000,seed=2",
-         "--context", "2", "--embedding-dim", "8", "--hidden-dim", "8", "--epochs", "1", "--batch-size", "32",
-         "--max-steps", "12", "--no-progress"]
+TRAIN = [
+    "train",
+    "--model",
+    "nnlm",
+    "--corpus",
+    "synthetic:vocab_size=60,num_classes=4,tokens=3000,seed=2",
+    "--context",
+    "2",
+    "--embedding-dim",
+    "8",
+    "--hidden-dim",
+    "8",
+    "--epochs",
+    "1",
+    "--batch-size",
+    "32",
+    "--max-steps",
+    "12",
+    "--no-progress",
+]
 
 
 def bigvocab_command(*args: str, processes: int = 1) -> subprocess.CompletedProcess:
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(Path(bigvocab.__file__).parents[1]))
-    launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(processes)] if processes > 1 else []
-    done = subprocess.run([sys.executable, *launcher, "-m", "bigvocab.cli", *args], env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, "\n".join(line for line in done.stderr.splitlines() if "bigvocab" in line or "Error" in line)[-3000:]
+    launcher = (
+        ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(processes)] if processes > 1 else []
+    )
+    done = subprocess.run(
+        [sys.executable, *launcher, "-m", "bigvocab.cli", *args], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, "\n".join(
+        line for line in done.stderr.splitlines() if "bigvocab" in line or "Error" in line
+    )[-3000:]
     return done
 
 
@@ -56,4 +82,6 @@ def test_vocab_parallel_in_one_process_is_one_clear_error(tmp_path, capsys, monk
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     assert main([*TRAIN, "--output", "full", "--vocab-parallel", "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "--vocab-parallel splits the output layer over the processes of a torchrun launch" in err[0]
+    assert (
+        len(err) == 1 and "--vocab-parallel splits the output layer over the processes of a torchrun launch" in err[0]
+    )

@@ -1,15 +1,18 @@
 """Vocabulary-parallel output layers under gloo on 2 and 3 CPU processes, each held against the
 one-process layer with the same weights and draws (see distributed_checks.py for what is run)."""
+
 from __future__ import annotations
 
 import pytest
 import torch.distributed as dist
-
-from distributed_checks import OBJECTIVES, H, V
+from distributed_checks import OBJECTIVES, H
 from distributed_harness import ranks_once
 from structured_checks import vocab_parallel_checks
 
-pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo"),
+]
 
 WORLD_SIZES = (2, 3)
 TOLERANCE = {"f64": 1e-10, "f32": 1e-5}
@@ -61,7 +64,9 @@ def test_checkpoint_gathers_and_shards(ranks):
         assert result["checkpoint/single_loads_gathered"]
         assert result["checkpoint/gather_error"] == 0
         assert result["checkpoint/scatter_error"] == 0
-        assert result["checkpoint/other_layout"].startswith("CheckpointError: this checkpoint shard was written by rank 0 of 2")
+        assert result["checkpoint/other_layout"].startswith(
+            "CheckpointError: this checkpoint shard was written by rank 0 of 2"
+        )
         assert "resume with the same number of processes" in result["checkpoint/other_layout"]
         assert result["checkpoint/wrong_rows"].startswith("CheckpointError: 1.scorer.weight has 12 rows")
 
@@ -79,7 +84,10 @@ def test_scorer_built_sharded_holds_only_its_rows(ranks):
 @pytest.mark.parametrize(
     "case, message",
     [
-        ("structured_layer", "ConfigError: DifferentiatedSoftmax cannot be made vocabulary-parallel: its frequency bands"),
+        (
+            "structured_layer",
+            "ConfigError: DifferentiatedSoftmax cannot be made vocabulary-parallel: its frequency bands",
+        ),
         ("computed_rows", "ConfigError: SampledSoftmax over the 'cnn' scorer cannot be made vocabulary-parallel"),
         ("no_group", "ConfigError: group must be a torch.distributed process group"),
         ("partition_world", "ConfigError: the partition has"),

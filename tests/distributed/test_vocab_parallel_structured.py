@@ -1,14 +1,17 @@
 """``adaptive`` and ``hsm`` vocabulary-parallel under gloo on 2 and 3 CPU processes, held against
 the one-process layer with the same weights (see structured_checks.py for what is run)."""
+
 from __future__ import annotations
 
 import pytest
 import torch.distributed as dist
-
 from distributed_harness import ranks_once
 from structured_checks import F32_CHECKS, STRUCTURED, vocab_parallel_checks
 
-pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo"),
+]
 
 TOLERANCE = {"f64": 1e-10, "f32": 1e-5}
 

@@ -1,13 +1,14 @@
 """What each rank computes in the distributed Trainer tests: an NNLM trained by
 :class:`bigvocab.train.Trainer` data parallel or vocabulary parallel, and (on rank 0) the same run
 in one ordinary process, compared through the run files rank 0 writes."""
+
 from __future__ import annotations
 
 import json
 import os
 import signal
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
@@ -31,20 +32,41 @@ def make_model(corpus, output: str):
     options = {"num_samples": 6} if output == "sampled" else {}
     torch.manual_seed(0)
     return build_model(
-        "nnlm", len(corpus.vocab), output, counts=corpus.vocab.counts,
-        model_kwargs={"context": 2, "embedding_dim": 6, "hidden_dim": 5}, output_kwargs=options,
+        "nnlm",
+        len(corpus.vocab),
+        output,
+        counts=corpus.vocab.counts,
+        model_kwargs={"context": 2, "embedding_dim": 6, "hidden_dim": 5},
+        output_kwargs=options,
     ).double()
 
 
-def train(out_dir: Path, output: str, batch_size: int, max_steps: int, distributed: Optional[DistributedTraining],
-          resume: bool = False) -> Trainer:
+def train(
+    out_dir: Path,
+    output: str,
+    batch_size: int,
+    max_steps: int,
+    distributed: DistributedTraining | None,
+    resume: bool = False,
+) -> Trainer:
     corpus = load_corpus(CORPUS, progress=False)
     model = make_model(corpus, output)
     if resume:
-        trainer = Trainer.resume(out_dir, model, corpus.train, corpus.valid, distributed=distributed, max_steps=max_steps)
+        trainer = Trainer.resume(
+            out_dir, model, corpus.train, corpus.valid, distributed=distributed, max_steps=max_steps
+        )
     else:
-        config = TrainConfig(epochs=1, batch_size=batch_size, optimizer="adagrad", lr=0.3, lr_schedule="none",
-                             max_steps=max_steps, log_every=1, progress=False, seed=0)
+        config = TrainConfig(
+            epochs=1,
+            batch_size=batch_size,
+            optimizer="adagrad",
+            lr=0.3,
+            lr_schedule="none",
+            max_steps=max_steps,
+            log_every=1,
+            progress=False,
+            seed=0,
+        )
         trainer = Trainer(model, corpus.train, corpus.valid, config, out_dir=out_dir, distributed=distributed)
     trainer.fit()
     return trainer
@@ -70,8 +92,13 @@ def all_checks(group: Any, runs: str) -> dict[str, Any]:
     root = Path(runs)
     rank, world = torch.distributed.get_rank(group), torch.distributed.get_world_size(group)
     results: dict[str, Any] = {}
-    for layout, output in (("data", "sampled"), ("vocab", "full"), ("vocab", "sampled"), ("vocab", "hsm"),
-                           ("vocab", "adaptive")):
+    for layout, output in (
+        ("data", "sampled"),
+        ("vocab", "full"),
+        ("vocab", "sampled"),
+        ("vocab", "hsm"),
+        ("vocab", "adaptive"),
+    ):
         name = f"{layout}_{output}"
         distributed = DistributedTraining(group, vocab_parallel=layout == "vocab")
         # P ranks with batches of B step as one process with batches of P B (data parallel).
@@ -82,7 +109,9 @@ def all_checks(group: Any, runs: str) -> dict[str, Any]:
         files_on_other_ranks = rank != 0 and any((root / name).glob(f"*.rank{rank}*"))
         if rank == 0:
             train(root / f"{name}_one", output, reference_batch, 4, None)
-            results.update({f"{name}/{key}": value for key, value in compare(root / name, root / f"{name}_one").items()})
+            results.update(
+                {f"{name}/{key}": value for key, value in compare(root / name, root / f"{name}_one").items()}
+            )
         results[f"{name}/stray_files"] = files_on_other_ranks
     return results
 
@@ -96,7 +125,7 @@ def leave_together(group: Any) -> dict[str, Any]:
 class _SignalledTrainer(Trainer):
     """Sends itself SIGTERM during step ``signal_at`` (only on the rank that is given one)."""
 
-    signal_at: Optional[int] = None
+    signal_at: int | None = None
 
     def _train_step(self, batch):
         outcome = super()._train_step(batch)
@@ -113,11 +142,25 @@ def signal_on_one_rank(group: Any, runs: str) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for layout in ("data", "vocab"):
         corpus = load_corpus(CORPUS, progress=False)
-        config = TrainConfig(epochs=1, batch_size=BATCH, optimizer="adagrad", lr=0.3, lr_schedule="none",
-                             max_steps=6, log_every=1, progress=False, seed=0)
-        trainer = _SignalledTrainer(make_model(corpus, "full"), corpus.train, corpus.valid, config,
-                                    out_dir=out_dir / layout,
-                                    distributed=DistributedTraining(group, vocab_parallel=layout == "vocab"))
+        config = TrainConfig(
+            epochs=1,
+            batch_size=BATCH,
+            optimizer="adagrad",
+            lr=0.3,
+            lr_schedule="none",
+            max_steps=6,
+            log_every=1,
+            progress=False,
+            seed=0,
+        )
+        trainer = _SignalledTrainer(
+            make_model(corpus, "full"),
+            corpus.train,
+            corpus.valid,
+            config,
+            out_dir=out_dir / layout,
+            distributed=DistributedTraining(group, vocab_parallel=layout == "vocab"),
+        )
         trainer.signal_at = 2 if rank == 1 else None
         try:
             trainer.fit()

@@ -1,4 +1,5 @@
 """3CosAdd analogies: a constructed space where they hold, a brute-force loop, gensim, real file."""
+
 from __future__ import annotations
 
 import pytest
@@ -23,21 +24,32 @@ def test_constructed_offsets_are_all_answered(tmp_path):
     generator = torch.Generator().manual_seed(0)
     basis = torch.randn(8, 40, generator=generator)
     city, country, noun, plural = basis[0], basis[1], basis[2], basis[3]
-    entity = {"athens": basis[4], "paris": basis[5], "rome": basis[6], "king": basis[7],
-              "queen": -basis[4] + basis[6], "man": basis[5] - basis[7], "woman": basis[4] + basis[7]}
+    entity = {
+        "athens": basis[4],
+        "paris": basis[5],
+        "rome": basis[6],
+        "king": basis[7],
+        "queen": -basis[4] + basis[6],
+        "man": basis[5] - basis[7],
+        "woman": basis[4] + basis[7],
+    }
     rows = {}
     for name in ("athens", "paris"):
         rows[name] = entity[name] + city
     rows["greece"], rows["france"] = entity["athens"] + country, entity["paris"] + country
     for noun_name in ("king", "queen", "man", "woman"):
         rows[noun_name] = entity[noun_name] + noun
-        rows[{"king": "kings", "queen": "queens", "man": "men", "woman": "women"}[noun_name]] = entity[noun_name] + plural
+        rows[{"king": "kings", "queen": "queens", "man": "men", "woman": "women"}[noun_name]] = (
+            entity[noun_name] + plural
+        )
     rows["Rome"] = entity["rome"] + city
     path = tmp_path / "q.txt"
     path.write_text(QUESTIONS)
     result = evaluate_analogies(WordVectors(list(rows), torch.stack(list(rows.values()))), path)
     assert [(s.name, s.correct, s.total, s.skipped) for s in result.sections] == [
-        ("capital-common-countries", 2, 2, 1), ("gram-plural", 3, 3, 0)]
+        ("capital-common-countries", 2, 2, 1),
+        ("gram-plural", 3, 3, 0),
+    ]
     assert result.accuracy == 1.0 and result.semantic_accuracy == 1.0 and result.syntactic_accuracy == 1.0
 
 

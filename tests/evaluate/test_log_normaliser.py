@@ -1,6 +1,6 @@
 """log Z statistics against a brute-force loop over the contexts."""
-from __future__ import annotations
 
+from __future__ import annotations
 
 import pytest
 import torch
@@ -17,8 +17,13 @@ def _ids() -> torch.Tensor:
 @pytest.mark.parametrize("output", ["full", "selfnorm", "nce"])
 def test_matches_the_logsumexp_of_every_context(output):
     torch.manual_seed(0)
-    model = build_model("nnlm", 40, output, counts=list(range(40, 0, -1)),
-                        model_kwargs={"context": 2, "embedding_dim": 6, "hidden_dim": 5})
+    model = build_model(
+        "nnlm",
+        40,
+        output,
+        counts=list(range(40, 0, -1)),
+        model_kwargs={"context": 2, "embedding_dim": 6, "hidden_dim": 5},
+    )
     ids = _ids()
     stats = log_normaliser_stats(model, ids, batch_size=7)
     values = []

@@ -1,4 +1,5 @@
 """Exact perplexity against a brute-force sum over a model with a known probability table."""
+
 from __future__ import annotations
 
 import math
@@ -81,7 +82,7 @@ def test_no_targets_and_bad_ids(model_and_ids):
 
 
 def test_nan_parameters_are_reported(model_and_ids):
-    model, ids = model_and_ids
+    model, _ids = model_and_ids
     with torch.no_grad():
         model.logits[0, 0] = float("nan")
     with pytest.raises(NonFiniteError, match="NaN"):

@@ -1,4 +1,5 @@
 """Spearman with tied ranks against scipy, and the word-pair evaluation."""
+
 from __future__ import annotations
 
 import math
@@ -40,8 +41,10 @@ def test_evaluate_similarity_counts_oov_and_matches_direct_computation(tmp_path)
     words = ["tiger", "cat", "car", "Train", "sun"]
     vectors = WordVectors(words, torch.randn(5, 4, generator=generator))
     path = tmp_path / "pairs.tsv"
-    path.write_text("# comment\nWord 1\tWord 2\tHuman (mean)\ntiger\tcat\t7.35\ncar\ttrain\t6.3\n"
-                    "sun\tcat\t1.0\ntiger\tzebra\t5.0\n\ncar\tsun\t2.5\n")
+    path.write_text(
+        "# comment\nWord 1\tWord 2\tHuman (mean)\ntiger\tcat\t7.35\ncar\ttrain\t6.3\n"
+        "sun\tcat\t1.0\ntiger\tzebra\t5.0\n\ncar\tsun\t2.5\n"
+    )
     result = evaluate_similarity(vectors, path)
     assert (result.pairs, result.skipped) == (4, 1)
     unit = vectors.unit

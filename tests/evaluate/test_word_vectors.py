@@ -1,4 +1,5 @@
 """WordVectors: cosine neighbours against brute force, and the word2vec formats read by gensim."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -67,8 +68,15 @@ def test_round_trip_is_exact(vectors, tmp_path, binary):
 def test_binary_layout_is_word2vec_c(tmp_path):
     path = tmp_path / "v.bin"
     WordVectors(["ab", "c"], torch.tensor([[1.0, -2.0], [0.5, 3.0]])).save_word2vec_format(path, binary=True)
-    expected = (b"2 2\n" + b"ab " + np.array([1.0, -2.0], "<f4").tobytes() + b"\n"
-                + b"c " + np.array([0.5, 3.0], "<f4").tobytes() + b"\n")
+    expected = (
+        b"2 2\n"
+        + b"ab "
+        + np.array([1.0, -2.0], "<f4").tobytes()
+        + b"\n"
+        + b"c "
+        + np.array([0.5, 3.0], "<f4").tobytes()
+        + b"\n"
+    )
     assert path.read_bytes() == expected
 
 

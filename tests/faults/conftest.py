@@ -1,4 +1,5 @@
 """Fixtures of the fault-injection suite (the helpers live in fault_helpers.py)."""
+
 from __future__ import annotations
 
 from pathlib import Path

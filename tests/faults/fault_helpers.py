@@ -1,10 +1,10 @@
 """Helpers of the fault-injection suite: tiny corpora, and the CLI run in a subprocess (for signals,
 kills and concurrency). (A uniquely named module rather than conftest.py, so that importing it
 is unambiguous next to the other test folders' conftest modules.)"""
+
 from __future__ import annotations
 
 import contextlib
-
 import json
 import os
 import random
@@ -18,8 +18,25 @@ import torch
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 #: A tiny NNLM run: about 1 ms a step, so a few thousand steps give signals time to land.
-TINY = ["--model", "nnlm", "--output", "full", "--context", "2", "--embedding-dim", "8", "--hidden-dim", "8",
-        "--batch-size", "16", "--no-progress", "--optimizer", "adam", "--lr", "0.01"]
+TINY = [
+    "--model",
+    "nnlm",
+    "--output",
+    "full",
+    "--context",
+    "2",
+    "--embedding-dim",
+    "8",
+    "--hidden-dim",
+    "8",
+    "--batch-size",
+    "16",
+    "--no-progress",
+    "--optimizer",
+    "adam",
+    "--lr",
+    "0.01",
+]
 
 
 def write_corpus(path: Path, lines: int, seed: int = 0, words: int = 40) -> Path:
@@ -47,9 +64,15 @@ def environment() -> dict[str, str]:
 
 def start_cli(args: list[str], cwd: Path) -> subprocess.Popen:
     """``bigvocab ARGS`` in a subprocess of its own (signals go to it alone)."""
-    return subprocess.Popen([sys.executable, "-m", "bigvocab.cli", *args], cwd=cwd, env=environment(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=default_sigint)
+    return subprocess.Popen(
+        [sys.executable, "-m", "bigvocab.cli", *args],
+        cwd=cwd,
+        env=environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
+    )
 
 
 def default_sigint() -> None:

@@ -1,4 +1,5 @@
 """Every CLI error path, table-driven: exit status 2, one line, no traceback, nothing overwritten."""
+
 from __future__ import annotations
 
 import shutil
@@ -31,8 +32,9 @@ def place(tmp_path_factory, corpus_file):
 
 
 def tree(root: Path) -> dict[str, tuple[bytes, int]]:
-    return {str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(root.rglob("*"))
-            if p.is_file()}
+    return {
+        str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(root.rglob("*")) if p.is_file()
+    }
 
 
 CORPUS = "text:{root}/c.txt"
@@ -43,7 +45,10 @@ CASES = [
     (["train", *TINY[:3], "fulll", *TINY[4:], "--corpus", CORPUS, "--out", "{root}/new"], "did you mean 'full'"),
     (["train", "--model", "cw", "--output", "full", "--corpus", CORPUS, "--out", "{root}/new"], "no output layer"),
     (["train", *TINY, "--output-opt", "biass=false", "--corpus", CORPUS, "--out", "{root}/new"], "did you mean 'bias'"),
-    (["train", *TINY, "--model-opt", "context=-1", "--corpus", CORPUS, "--out", "{root}/new"], "context must be a positive"),
+    (
+        ["train", *TINY, "--model-opt", "context=-1", "--corpus", CORPUS, "--out", "{root}/new"],
+        "context must be a positive",
+    ),
     (["train", *TINY, "--bptt", "5", "--corpus", CORPUS, "--out", "{root}/new"], "bptt"),
     (["train", *TINY, "--cutoffs", "a,b", "--corpus", CORPUS, "--out", "{root}/new"], "comma-separated integers"),
     (["train", *TINY, "--epochs", "0", "--out", "{root}/new"], "--epochs: must be a positive integer"),
@@ -52,8 +57,10 @@ CASES = [
     (["train", *TINY, "--patience", "-1", "--out", "{root}/new"], "--patience: must be a non-negative integer"),
     (["train", *TINY, "--optimizer", "adamm", "--corpus", CORPUS, "--out", "{root}/new"], "did you mean 'adam'"),
     (["train", *TINY, "--lr-schedule", "plateu", "--corpus", CORPUS, "--out", "{root}/new"], "did you mean 'plateau'"),
-    (["train", *TINY, "--lr-schedule", "plateau", "--skip-perplexity", "--corpus", CORPUS, "--out", "{root}/new"],
-     "follows validation perplexity"),
+    (
+        ["train", *TINY, "--lr-schedule", "plateau", "--skip-perplexity", "--corpus", CORPUS, "--out", "{root}/new"],
+        "follows validation perplexity",
+    ),
     (["train", *TINY, "--min-lr", "5", "--corpus", CORPUS, "--out", "{root}/new"], "min_lr"),
     # corpora
     (["train", *TINY, "--corpus", "text:{root}/missing.txt", "--out", "{root}/new"], "missing.txt' does not exist"),
@@ -61,17 +68,47 @@ CASES = [
     (["train", *TINY, "--corpus", "txt:{root}/c.txt", "--out", "{root}/new"], "did you mean 'text'"),
     (["train", *TINY, "--corpus", "text:{root}", "--out", "{root}/new"], "is a directory"),
     (["train", *TINY, "--corpus", "synthetic:vocab_size=abc", "--out", "{root}/new"], "not a number"),
-    (["train", *TINY, "--corpus", "synthetic:vocab_size=50", "--min-count", "2", "--out", "{root}/new"],
-     "do not apply"),
+    (
+        ["train", *TINY, "--corpus", "synthetic:vocab_size=50", "--min-count", "2", "--out", "{root}/new"],
+        "do not apply",
+    ),
     (["train", *TINY, "--corpus", CORPUS, "--min-count", "100000", "--out", "{root}/new"], "unknown"),
     # trees
     (["train", *HSM, "--tree", "clustered", "--corpus", CORPUS, "--out", "{root}/new"], "needs --tree-vectors"),
-    (["train", *TINY, "--tree-vectors", "{root}/run/best.pt", "--corpus", CORPUS, "--out", "{root}/new"],
-     "reads word vectors (--output hsm --tree clustered)"),
-    (["train", *HSM, "--tree", "clustered", "--tree-vectors", "{root}/vectors.bin", "--corpus", CORPUS,
-      "--out", "{root}/new"], "holds text vectors"),
-    (["train", *HSM, "--tree", "clustered", "--tree-vectors", "{root}/nope.txt", "--corpus", CORPUS,
-      "--out", "{root}/new"], "nope.txt' does not exist"),
+    (
+        ["train", *TINY, "--tree-vectors", "{root}/run/best.pt", "--corpus", CORPUS, "--out", "{root}/new"],
+        "reads word vectors (--output hsm --tree clustered)",
+    ),
+    (
+        [
+            "train",
+            *HSM,
+            "--tree",
+            "clustered",
+            "--tree-vectors",
+            "{root}/vectors.bin",
+            "--corpus",
+            CORPUS,
+            "--out",
+            "{root}/new",
+        ],
+        "holds text vectors",
+    ),
+    (
+        [
+            "train",
+            *HSM,
+            "--tree",
+            "clustered",
+            "--tree-vectors",
+            "{root}/nope.txt",
+            "--corpus",
+            CORPUS,
+            "--out",
+            "{root}/new",
+        ],
+        "nope.txt' does not exist",
+    ),
     # run directories
     (["train", *TINY, "--corpus", CORPUS, "--out", "{root}/run"], "already holds a training run"),
     (["train", *TINY, "--corpus", CORPUS, "--out", "{root}/c.txt"], "is not a directory"),
@@ -94,7 +131,10 @@ CASES = [
     (["eval", "--checkpoint", "{root}/run/best.pt", "--corpus", "text:{root}/missing.txt"], "does not exist"),
     # export
     (["export", "--checkpoint", "{root}/run/best.pt", "--out", "{root}/exists.txt"], "--overwrite"),
-    (["export", "--checkpoint", "{root}/run/best.pt", "--out", "/proc/vectors.txt"], "cannot write '/proc/vectors.txt'"),
+    (
+        ["export", "--checkpoint", "{root}/run/best.pt", "--out", "/proc/vectors.txt"],
+        "cannot write '/proc/vectors.txt'",
+    ),
     (["export", "--checkpoint", "{root}/truncated.pt", "--out", "{root}/v.txt"], "truncated or corrupt"),
     # the tool
     (["frobnicate"], "invalid choice"),

@@ -1,5 +1,6 @@
 """Signals and kills at random moments of a real run (a subprocess), then ``--resume``: the
 resumed run must log exactly the losses of a run that was never interrupted."""
+
 from __future__ import annotations
 
 import random
@@ -19,6 +20,8 @@ from fault_helpers import (
 
 from bigvocab.checkpoint import load_checkpoint
 from bigvocab.cli import main
+
+pytestmark = pytest.mark.slow
 
 #: 270 steps an epoch on the 600-line corpus; every step logged.
 RUN = [*TINY, "--epochs", "2", "--log-every", "1", "--patience", "0"]
@@ -63,8 +66,9 @@ def test_kill_9_during_saves_keeps_a_whole_checkpoint(seed, reference, corpus_fi
     files must not stop the resume."""
     out = tmp_path / "run"
     moment = random.Random(seed).randint(5, TOTAL_STEPS - 100)
-    process = start_cli(["train", *RUN, "--checkpoint-every", "1", "--corpus", f"text:{corpus_file}",
-                         "--out", str(out)], tmp_path)
+    process = start_cli(
+        ["train", *RUN, "--checkpoint-every", "1", "--corpus", f"text:{corpus_file}", "--out", str(out)], tmp_path
+    )
     wait_for(lambda: logged_steps(out) >= moment or process.poll() is not None, what=f"step {moment}")
     process.kill()
     finish(process)

@@ -1,5 +1,6 @@
 """A run trained from one directory, evaluated and resumed from another; its corpus moved,
 renamed, changed; its options repeated on resume."""
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,28 @@ def test_run_evaluated_and_resumed_from_another_directory(tmp_path, capsys, monk
     evaluated, _ = run(capsys, ["eval", "--checkpoint", "../home/run/best.pt", "--no-progress"])
     assert evaluated.startswith("test perplexity: ")
     # the stored options repeated with their stored values are accepted
-    run(capsys, ["train", "--out", "../home/run", "--resume", "--epochs", "2", "--model", "nnlm", "--output", "full",
-                 "--context", "2", "--lr", "0.01", "--corpus", f"text:{home / 'c.txt'}", "--no-progress"])
+    run(
+        capsys,
+        [
+            "train",
+            "--out",
+            "../home/run",
+            "--resume",
+            "--epochs",
+            "2",
+            "--model",
+            "nnlm",
+            "--output",
+            "full",
+            "--context",
+            "2",
+            "--lr",
+            "0.01",
+            "--corpus",
+            f"text:{home / 'c.txt'}",
+            "--no-progress",
+        ],
+    )
     summary = json.loads((home / "run" / "summary.json").read_text())
     assert summary["epochs_completed"] == 2
     _, err = run(capsys, ["train", "--out", "../home/run", "--resume", "--epochs", "3", "--context", "3"], status=2)
@@ -44,13 +65,17 @@ def test_run_evaluated_and_resumed_from_another_directory(tmp_path, capsys, monk
     shutil.move(home / "c.txt", moved)
     _, err = run(capsys, ["train", "--out", "../home/run", "--resume", "--epochs", "3"], status=2)
     assert "does not exist (any more); give its new place with --corpus" in err
-    run(capsys, ["train", "--out", "../home/run", "--resume", "--epochs", "3", "--corpus", "text:renamed.txt",
-                 "--no-progress"])
+    run(
+        capsys,
+        ["train", "--out", "../home/run", "--resume", "--epochs", "3", "--corpus", "text:renamed.txt", "--no-progress"],
+    )
     assert load_checkpoint(home / "run" / "last.pt")["meta"]["corpus"] == f"text:{moved}"
     run(capsys, ["eval", "--checkpoint", str(home / "run" / "last.pt"), "--no-progress"])  # finds it in its new place
     _, err = run(capsys, ["eval", "--checkpoint", str(home / "run" / "best.pt")], status=2)  # written before the move
     assert "does not exist (any more); give its new place with --corpus" in err
-    run(capsys, ["eval", "--checkpoint", str(home / "run" / "best.pt"), "--corpus", "text:renamed.txt", "--no-progress"])
+    run(
+        capsys, ["eval", "--checkpoint", str(home / "run" / "best.pt"), "--corpus", "text:renamed.txt", "--no-progress"]
+    )
 
     # a changed corpus is refused, and accepted when asked for explicitly
     with open(moved, "a") as handle:
@@ -59,8 +84,10 @@ def test_run_evaluated_and_resumed_from_another_directory(tmp_path, capsys, monk
     assert "is not the one the run was trained on (renamed.txt has" in err and "--allow-changed-corpus" in err
     _, err = run(capsys, ["eval", "--checkpoint", str(home / "run" / "last.pt"), "--no-progress"])
     assert err.startswith("bigvocab: warning: ") and "changed since training" in err
-    run(capsys, ["train", "--out", "../home/run", "--resume", "--epochs", "4", "--allow-changed-corpus",
-                 "--no-progress"])
+    run(
+        capsys,
+        ["train", "--out", "../home/run", "--resume", "--epochs", "4", "--allow-changed-corpus", "--no-progress"],
+    )
     assert json.loads((home / "run" / "summary.json").read_text())["epochs_completed"] == 4
 
 
@@ -78,5 +105,10 @@ def test_failed_start_does_not_block_a_retry(tmp_path, capsys):
     _, err = run(capsys, ["train", "--out", str(out), "--resume"], status=2)
     assert "stopped before its first checkpoint; start it again without --resume" in err
     run(capsys, ["train", *TINY, "--corpus", f"text:{corpus}", "--epochs", "1", "--out", str(out)])
-    assert sorted(p.name for p in out.iterdir()) == ["best.pt", "config.json", "last.pt", "metrics.jsonl",
-                                                      "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "best.pt",
+        "config.json",
+        "last.pt",
+        "metrics.jsonl",
+        "summary.json",
+    ]

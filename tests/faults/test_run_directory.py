@@ -1,4 +1,5 @@
 """Around a run: two runs on one directory, file permissions, strict JSON after divergence."""
+
 from __future__ import annotations
 
 import json

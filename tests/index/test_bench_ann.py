@@ -1,4 +1,5 @@
 """``bigvocab bench --ann`` end to end at a toy size, and its recall measure."""
+
 from __future__ import annotations
 
 import argparse
@@ -20,8 +21,14 @@ def test_recall_counts_shared_ids_per_query():
 
 def test_the_ann_bench_writes_a_row_per_sweep_point(tmp_path, monkeypatch):
     pytest.importorskip("faiss")  # the sweep includes a faiss-ivf row
-    monkeypatch.setattr(ann, "SWEEPS", {"lsh": [({"bits": 6, "tables": 4}, [{"probes": 0}, {"probes": 2}])],
-                                        "faiss-ivf": [({"nlist": 8}, [{"nprobe": 8, "candidates": 10}])]})
+    monkeypatch.setattr(
+        ann,
+        "SWEEPS",
+        {
+            "lsh": [({"bits": 6, "tables": 4}, [{"probes": 0}, {"probes": 2}])],
+            "faiss-ivf": [({"nlist": 8}, [{"nprobe": 8, "candidates": 10}])],
+        },
+    )
     args = argparse.Namespace(out=tmp_path, vocab_sizes="3000", hidden=16, batch=8, repeats=1, seed=0, outputs=None)
     assert ann.main(args) == 0
     report = (tmp_path / "report.md").read_text()
@@ -46,9 +53,33 @@ def test_fitted_weights_are_a_full_layer_fitted_to_its_queries():
 def test_a_checkpoint_gives_its_output_layer_and_test_hidden_states(tmp_path):
     run = tmp_path / "run"
     torch.set_num_threads(1)
-    assert cli_main(["train", "--model", "nnlm", "--output", "full", "--context", "2", "--embedding-dim", "8",
-                     "--hidden-dim", "8", "--batch-size", "64", "--no-progress", "--epochs", "1",
-                     "--corpus", "synthetic:vocab_size=300,num_classes=5,tokens=4000", "--out", str(run)]) == 0
+    assert (
+        cli_main(
+            [
+                "train",
+                "--model",
+                "nnlm",
+                "--output",
+                "full",
+                "--context",
+                "2",
+                "--embedding-dim",
+                "8",
+                "--hidden-dim",
+                "8",
+                "--batch-size",
+                "64",
+                "--no-progress",
+                "--epochs",
+                "1",
+                "--corpus",
+                "synthetic:vocab_size=300,num_classes=5,tokens=4000",
+                "--out",
+                str(run),
+            ]
+        )
+        == 0
+    )
     config = ann.AnnConfig(queries=32, weights=str(run / "best.pt"))
     inputs = ann.ann_inputs(config)
     model, _, _ = load_model(run / "best.pt")

@@ -1,5 +1,6 @@
 """Approximate top-k: the returned values are exact, recall is 1 where the answer is unambiguous,
 the index notices stale weights, and bad options get one clear error."""
+
 from __future__ import annotations
 
 import importlib
@@ -47,7 +48,9 @@ def _clustered_layer(dtype=torch.float64) -> tuple[bigvocab.OutputLayer, torch.T
     directions = torch.nn.functional.normalize(torch.randn(V // GROUP, H, generator=generator, dtype=dtype), dim=1)
     layer = bigvocab.create_output("full", H, V).to(dtype)
     with torch.no_grad():
-        layer.weight.copy_(directions.repeat_interleave(GROUP, 0) + 1e-3 * torch.randn(V, H, generator=generator, dtype=dtype))
+        layer.weight.copy_(
+            directions.repeat_interleave(GROUP, 0) + 1e-3 * torch.randn(V, H, generator=generator, dtype=dtype)
+        )
         layer.bias.copy_(1e-3 * torch.randn(V, generator=generator, dtype=dtype))
     queries = 10 * directions[torch.arange(0, V // GROUP, 3)]
     return layer, queries

@@ -1,4 +1,5 @@
 """The lift of Bachrach et al. 2014 turns the highest score into the nearest neighbour."""
+
 from __future__ import annotations
 
 import torch

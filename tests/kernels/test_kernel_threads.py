@@ -1,4 +1,5 @@
 """Splitting a kernel's rows over threads by work: every row once, equal shares, one thread when small."""
+
 import os
 import signal
 import threading

@@ -1,4 +1,5 @@
 """The compiled pair kernel against the gathered rows and batched product it replaces."""
+
 import pytest
 import torch
 

@@ -1,4 +1,5 @@
 """The compiled tree pass's own float32 softplus against float64 softplus."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +8,7 @@ import torch
 
 pytest.importorskip("numba")
 
-from bigvocab.kernels.trees import _softplus_float32  # noqa: E402
+from bigvocab.kernels.trees import _softplus_float32
 
 
 def _softplus(x: np.ndarray) -> np.ndarray:

@@ -1,5 +1,6 @@
 """Shared pieces of the model tests: a custom output layer that is not a linear softmax, a tiny
 repetitive stream, and a few SGD steps measured on the exact held-out objective."""
+
 from __future__ import annotations
 
 import pytest

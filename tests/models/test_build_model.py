@@ -1,4 +1,5 @@
 """``build_model`` and the model registry: names, errors, and wiring of the output layer."""
+
 from __future__ import annotations
 
 import pytest

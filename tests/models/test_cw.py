@@ -1,4 +1,5 @@
 """``cw``: Collobert & Weston window ranking -- windows, scores and the hinge loss by hand."""
+
 from __future__ import annotations
 
 import pytest
@@ -45,7 +46,9 @@ def test_corrupting_words_are_uniform_over_the_vocabulary():
 def test_train_batches_shuffle_windows():
     model = _model()
     ids = torch.arange(V).repeat(3)
-    train = torch.cat([b["target"] for b in model.batches(ids, 4, train=True, generator=torch.Generator().manual_seed(0))])
+    train = torch.cat(
+        [b["target"] for b in model.batches(ids, 4, train=True, generator=torch.Generator().manual_seed(0))]
+    )
     assert sorted(train.tolist()) == sorted(ids.tolist()) and train.tolist() != ids.tolist()
 
 
@@ -115,7 +118,11 @@ def test_word_vectors_and_sparse_gradient():
 
 @pytest.mark.parametrize(
     "options, match",
-    [({"window": 0}, "window must be a positive integer"), ({"hidden_dim": -2}, "hidden_dim"), ({"windw": 2}, "did you mean 'window'")],
+    [
+        ({"window": 0}, "window must be a positive integer"),
+        ({"hidden_dim": -2}, "hidden_dim"),
+        ({"windw": 2}, "did you mean 'window'"),
+    ],
 )
 def test_bad_configuration_is_a_config_error(options, match):
     with pytest.raises(ConfigError, match=match):

@@ -1,4 +1,5 @@
 """``lstm``: truncated BPTT with state carried across batches equals running whole sequences."""
+
 from __future__ import annotations
 
 import pytest
@@ -146,7 +147,10 @@ def test_works_with_any_output_layer(two_layer_softmax, train_a_little, repetiti
 
 def test_sgd_reduces_the_loss(train_a_little, repetitive_stream):
     model = build_model(
-        "lstm", 6, "full", model_kwargs={"embedding_dim": 6, "hidden_dim": 8, "num_layers": 1, "bptt": 5, "dropout": 0.1}
+        "lstm",
+        6,
+        "full",
+        model_kwargs={"embedding_dim": 6, "hidden_dim": 8, "num_layers": 1, "bptt": 5, "dropout": 0.1},
     )
     before, after = train_a_little(model, repetitive_stream, lr=1.0, batch_size=2)
     assert before > 1.5 and after < 0.3 * before

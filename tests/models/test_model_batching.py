@@ -1,4 +1,5 @@
 """The example layouts in ``bigvocab.data.batching`` against brute-force loops."""
+
 from __future__ import annotations
 
 import math
@@ -43,7 +44,7 @@ def test_check_stream_returns_int64():
 def test_index_batches_in_order_and_shuffled():
     ordered = torch.cat(list(index_batches(10, 3, shuffle=False, generator=None, device=torch.device("cpu"))))
     assert ordered.tolist() == list(range(10))
-    draw = lambda: torch.cat(  # noqa: E731
+    draw = lambda: torch.cat(
         list(index_batches(10, 3, shuffle=True, generator=torch.Generator().manual_seed(3), device=torch.device("cpu")))
     )
     shuffled = draw()
@@ -89,7 +90,11 @@ def test_bptt_segments_cover_every_target_once_with_history(length, batch_size, 
 
 
 def test_rebatch_regroups_in_order():
-    chunks = [(torch.arange(0, 3), -torch.arange(0, 3)), (torch.arange(3, 3),) * 2, (torch.arange(3, 11), -torch.arange(3, 11))]
+    chunks = [
+        (torch.arange(0, 3), -torch.arange(0, 3)),
+        (torch.arange(3, 3),) * 2,
+        (torch.arange(3, 11), -torch.arange(3, 11)),
+    ]
     batches = list(rebatch(iter(chunks), 4))
     assert [b[0].tolist() for b in batches] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10]]
     assert all(torch.equal(a, -b) for a, b in batches)

@@ -1,6 +1,7 @@
 """Every model with every registered output layer (registry-driven: a new layer is covered the
 moment it is registered): it builds, trains a step, scores exactly, and ``sparse_parameters`` lists
 exactly the parameters whose gradients come out sparse."""
+
 from __future__ import annotations
 
 import pytest
@@ -46,13 +47,17 @@ def _check_one_step(model):
 @pytest.mark.parametrize("output", bigvocab.list_outputs())
 @pytest.mark.parametrize("name", list(MODELS))
 def test_model_trains_and_scores_with_output(name, output):
-    model = build_model(name, V, output, counts=COUNTS, words=WORDS, model_kwargs=MODELS[name], output_kwargs=_output_kwargs(output))
+    model = build_model(
+        name, V, output, counts=COUNTS, words=WORDS, model_kwargs=MODELS[name], output_kwargs=_output_kwargs(output)
+    )
     _check_one_step(model)
 
 
 def _tied_lstm(output: str, sparse: bool):
     options = {**MODELS["lstm"], "tie_weights": True, "sparse": sparse}
-    return build_model("lstm", V, output, counts=COUNTS, words=WORDS, model_kwargs=options, output_kwargs=_output_kwargs(output))
+    return build_model(
+        "lstm", V, output, counts=COUNTS, words=WORDS, model_kwargs=options, output_kwargs=_output_kwargs(output)
+    )
 
 
 @pytest.mark.parametrize("output", bigvocab.list_outputs())

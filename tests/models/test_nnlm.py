@@ -1,4 +1,5 @@
 """``nnlm``: Bengio et al. (2003) against its formula y = b + W x + U tanh(d + H x)."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """``skipgram`` and ``cbow``: examples against brute-force windows, word2vec's window shrinking and
 subsampling, its initialisation, and CBOW's mean/sum."""
+
 from __future__ import annotations
 
 import math
@@ -153,8 +154,9 @@ def test_sparse_embedding_gradient():
 
 @pytest.mark.parametrize("name", ["skipgram", "cbow"])
 def test_works_with_any_output_layer(name, two_layer_softmax, train_a_little, repetitive_stream):
-    model = (SkipGram if name == "skipgram" else CBOW)(6, two_layer_softmax(4, 6), vector_size=4, window=1, sample=0,
-                                                             word2vec_updates=False)
+    model = (SkipGram if name == "skipgram" else CBOW)(
+        6, two_layer_softmax(4, 6), vector_size=4, window=1, sample=0, word2vec_updates=False
+    )
     before, after = train_a_little(model, repetitive_stream, epochs=40, lr=1.0)
     assert after < 0.8 * before
 

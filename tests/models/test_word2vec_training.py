@@ -2,6 +2,7 @@
 layers, one SGD step of rate alpha against a hand-written word2vec update (skip-gram and CBOW,
 negative sampling and hierarchical softmax), and a few epochs on a corpus whose co-occurrences
 are known."""
+
 from __future__ import annotations
 
 import json
@@ -57,8 +58,9 @@ def test_cli_fills_in_gensims_defaults(model):
 
 
 def test_cli_keeps_what_the_user_gave_and_leaves_other_models_alone():
-    args, output_defaults = parsed("--model", "cbow", "--output", "hsm", "--lr", "0.05", "--epochs", "2",
-                                   "--min-count", "3", "--corpus", "text:x")
+    args, output_defaults = parsed(
+        "--model", "cbow", "--output", "hsm", "--lr", "0.05", "--epochs", "2", "--min-count", "3", "--corpus", "text:x"
+    )
     config = _train_config(args, needs_output=True)
     assert (config.lr, config.epochs, args.min_count, config.lr_schedule) == (0.05, 2, 3, "linear")
     assert output_defaults == {"bias": False, "zero_init": True}
@@ -82,8 +84,26 @@ def test_cli_run_records_word2vec_settings(tmp_path):
     assert checkpoint["meta"]["corpus_options"]["min_count"] == 5
     assert checkpoint["config"]["epochs"] == 5 and checkpoint["config"]["lr"] == 0.025
     assert "model.output.bias" not in checkpoint["model"]
-    assert main(["train", "--model", "skipgram", "--negative", "3", "--ns-exponent", "0.5", *common,
-                 "--epochs", "1", "--skip-perplexity", "--out", str(tmp_path / "sg")]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--model",
+                "skipgram",
+                "--negative",
+                "3",
+                "--ns-exponent",
+                "0.5",
+                *common,
+                "--epochs",
+                "1",
+                "--skip-perplexity",
+                "--out",
+                str(tmp_path / "sg"),
+            ]
+        )
+        == 0
+    )
     model, _ = bigvocab.checkpoint.build_from_meta(load_checkpoint(tmp_path / "sg" / "last.pt")["meta"])
     assert model.output.num_samples == 3 and model.output.sampler.power == 0.5
     assert not (tmp_path / "sg" / "best.pt").exists()  # --skip-perplexity: no validation
@@ -135,8 +155,14 @@ def build(name: str, output: str, negatives=None, **model_options):
     output_kwargs = {"bias": False, "zero_init": True} if output == "hsm" else {}
     if negatives is not None:
         output_kwargs = {"num_samples": negatives.shape[1], "sampler": FixedNegatives(V, negatives.reshape(-1))}
-    model = build_model(name, V, output, counts=zipf_counts(V), output_kwargs=output_kwargs,
-                        model_kwargs={"vector_size": H, "window": 2, "sample": 0, **model_options})
+    model = build_model(
+        name,
+        V,
+        output,
+        counts=zipf_counts(V),
+        output_kwargs=output_kwargs,
+        model_kwargs={"vector_size": H, "window": 2, "sample": 0, **model_options},
+    )
     with torch.no_grad():  # a trained state: zero output vectors would leave the input side still
         model.output.weight.normal_(0, 0.5)
     return model
@@ -244,8 +270,14 @@ def test_a_few_epochs_put_co_occurring_words_together(name, output):
     ids, counts, group = grouped_stream(0)
     torch.manual_seed(0)
     output_kwargs = {"bias": False, "zero_init": True} if output == "hsm" else {}
-    model = build_model(name, len(counts), output, counts=counts, output_kwargs=output_kwargs,
-                        model_kwargs={"vector_size": 16, "window": 2, "sample": 0})
+    model = build_model(
+        name,
+        len(counts),
+        output,
+        counts=counts,
+        output_kwargs=output_kwargs,
+        model_kwargs={"vector_size": 16, "window": 2, "sample": 0},
+    )
     optimizers, _ = build_optimizers(model, TrainConfig(optimizer="sgd", lr=ALPHA))
     generator = torch.Generator().manual_seed(0)
     for _ in range(4):

@@ -4,7 +4,7 @@ or test a statistical trend; the tolerances are float64 round-off."""
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 

@@ -127,7 +127,14 @@ def test_gradient_matches_autograd_through_the_formula(shared, union):
     torch.manual_seed(0)
     # A one-logit chunk budget leaves no room for the (N, U) product, so the rows are gathered.
     layer = bigvocab.create_output(
-        "ais", H, V, sampler="uniform", num_samples=3, min_ess=2.0, max_samples=9, shared=shared,
+        "ais",
+        H,
+        V,
+        sampler="uniform",
+        num_samples=3,
+        min_ess=2.0,
+        max_samples=9,
+        shared=shared,
         max_chunk_elements=None if union else 1,
     ).double()
     with torch.no_grad():

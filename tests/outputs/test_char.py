@@ -1,4 +1,5 @@
 """``char``: the speller against a brute-force per-word, per-character loop, in both modes."""
+
 from __future__ import annotations
 
 import math
@@ -43,7 +44,9 @@ def reference_log_probs(layer, hidden: torch.Tensor, words=WORDS) -> torch.Tenso
                 names = [None] + alphabet  # output symbol 0 ends the word
                 if layer.constrained:
                     prefix = word[:t]
-                    ok = {w[t] for w in words if w.startswith(prefix) and len(w) > t} | ({None} if prefix in words else set())
+                    ok = {w[t] for w in words if w.startswith(prefix) and len(w) > t} | (
+                        {None} if prefix in words else set()
+                    )
                     logits = logits.masked_fill(torch.tensor([s not in ok for s in names]), -math.inf)
                 total = total + torch.log_softmax(logits, 0)[names.index(symbol)]
                 if symbol is not None:
@@ -74,15 +77,17 @@ def test_gradients_match_finite_differences():
         layer = make(constrained=constrained)
         hidden = torch.randn(2, H, dtype=torch.float64, requires_grad=True)
         target = torch.tensor([3, 9])
-        assert torch.autograd.gradcheck(lambda h: layer.log_prob(h, target), (hidden,))
-        assert torch.autograd.gradcheck(lambda h: layer.loss(h, target, reduction="none"), (hidden,))
+        assert torch.autograd.gradcheck(lambda h: layer.log_prob(h, target), (hidden,))  # noqa: B023
+        assert torch.autograd.gradcheck(lambda h: layer.loss(h, target, reduction="none"), (hidden,))  # noqa: B023
 
 
 def test_constrained_loss_is_the_exact_nll_and_open_loss_the_open_models():
     hidden = torch.randn(4, H, dtype=torch.float64)
     target = torch.tensor([0, 5, 8, 10])
     constrained = make()
-    torch.testing.assert_close(constrained.loss(hidden, target, reduction="none"), -constrained.log_prob(hidden, target))
+    torch.testing.assert_close(
+        constrained.loss(hidden, target, reduction="none"), -constrained.log_prob(hidden, target)
+    )
     open_layer = make(constrained=False)
     spelt = open_layer.spelling_log_prob(hidden, [WORDS[i] for i in target])
     torch.testing.assert_close(open_layer.loss(hidden, target, reduction="none"), -spelt)
@@ -134,14 +139,19 @@ def test_topk_is_exact_and_the_search_prunes_a_peaked_model(constrained, monkeyp
         original = search.frontier_search
         monkeypatch.setattr(search, "frontier_search", lambda *a, **kw: passes.append(original(*a, **kw)) or passes[-1])
         layer.topk(hidden, 2)
-        beam, bounded = passes
+        _beam, bounded = passes
         assert (bounded.found >= 2).all() and (bounded.spent < layer.parent.shape[0]).any()
 
 
 def test_topk_on_a_larger_vocabulary_matches_the_full_distribution():
     generator = torch.Generator().manual_seed(0)
     letters = "abcdefgh"
-    words = sorted({"".join(letters[i] for i in torch.randint(0, 8, (int(n),), generator=generator)) for n in torch.randint(1, 7, (400,), generator=generator)})
+    words = sorted(
+        {
+            "".join(letters[i] for i in torch.randint(0, 8, (int(n),), generator=generator))
+            for n in torch.randint(1, 7, (400,), generator=generator)
+        }
+    )
     layer = make(words=words)
     hidden = 4 * torch.randn(10, H, dtype=torch.float64)
     assert_topk_is_exact(layer, hidden, 5)

@@ -8,6 +8,7 @@ to it gathered (values and gradients), an exact ``topk``, a finite differentiabl
 whose reductions agree, (B, T, H) input, clear errors on bad input (wrong dtype, empty batch...),
 and a state_dict that reproduces it.
 """
+
 from __future__ import annotations
 
 import pytest

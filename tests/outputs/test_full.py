@@ -1,4 +1,5 @@
 """``full`` against PyTorch's dense cross-entropy, and its memory bound."""
+
 from __future__ import annotations
 
 import pytest
@@ -62,7 +63,9 @@ def test_row_blocked_step_matches_cross_entropy(monkeypatch, reduction):
     weights = torch.linspace(-1.0, 2.0, 10)
 
     def reduce(losses):
-        return losses.mean() if reduction == "mean" else losses.sum() if reduction == "sum" else (losses * weights).sum()
+        return (
+            losses.mean() if reduction == "mean" else losses.sum() if reduction == "sum" else (losses * weights).sum()
+        )
 
     grads = torch.autograd.grad(reduce(layer.loss(hidden, target, reduction="none")), [hidden, *layer.parameters()])
     ref_grads = torch.autograd.grad(reduce(_dense_reference(layer, hidden, target)), [hidden, *layer.parameters()])

@@ -1,4 +1,5 @@
 """``chunked_logsumexp`` against a brute-force log-sum-exp: values and every gradient."""
+
 from __future__ import annotations
 
 import pytest
@@ -229,7 +230,9 @@ def test_example_logits_equal_the_dense_product_whichever_orientation_runs(rows,
     assert logits.is_contiguous()
     torch.testing.assert_close(logits, expected)
     inputs = (hidden, weight, offset) if bias else (hidden, weight)
-    assert torch.autograd.gradcheck(lambda *xs: functional.example_logits(xs[0], xs[1], xs[2] if bias else None), inputs)
+    assert torch.autograd.gradcheck(
+        lambda *xs: functional.example_logits(xs[0], xs[1], xs[2] if bias else None), inputs
+    )
     with torch.no_grad():
         wide = torch.full((rows, 16), float("nan"), dtype=torch.float64)
         into = functional.example_logits(hidden, weight, offset, out=wide[:, :13])

@@ -110,8 +110,13 @@ def test_compiled_log_softmax_matches_the_differentiable_pass(monkeypatch, bias,
         threaded = binary_leaf_log_probs(logits, layer._children.view(-1, 2), threads=3)
         # Buffers passed in (as the chunk loop reuses them) are overwritten whole, stale values or not.
         out = torch.full((5, V), float("nan"), dtype=dtype)
-        into = binary_leaf_log_probs(logits, layer._children.view(-1, 2), threads=3, out=out,
-                                     scratch=torch.full((5, V - 1), float("nan"), dtype=dtype))
+        into = binary_leaf_log_probs(
+            logits,
+            layer._children.view(-1, 2),
+            threads=3,
+            out=out,
+            scratch=torch.full((5, V - 1), float("nan"), dtype=dtype),
+        )
     differentiable = layer.log_softmax(hidden).detach()
     tolerance = {"atol": 1e-12, "rtol": 1e-12} if dtype == torch.float64 else {}
     torch.testing.assert_close(compiled, differentiable, **tolerance)
@@ -138,8 +143,12 @@ def test_compiled_pass_ignores_the_padding_of_wider_logit_rows(dtype):
         logits = hidden @ layer.weight.t() + layer.bias
         padded = torch.full((6, width + ROW_ALIGNMENT), float("nan"), dtype=dtype)
         padded[:, : V - 1] = logits
-        torch.testing.assert_close(binary_leaf_log_probs(padded, children, threads=2),
-                                   binary_leaf_log_probs(logits, children, threads=2), rtol=0, atol=0)
+        torch.testing.assert_close(
+            binary_leaf_log_probs(padded, children, threads=2),
+            binary_leaf_log_probs(logits, children, threads=2),
+            rtol=0,
+            atol=0,
+        )
         with pytest.raises(ValueError, match=f"{V - 1} nodes need logits of at least {V - 1} columns"):
             binary_leaf_log_probs(logits[:, :-1], children, threads=1)
 

@@ -69,11 +69,13 @@ def test_sampled_softmax_loss_matches_composed_loss_and_its_gradients(shared, wi
 
 
 def test_sampled_softmax_loss_brute_force_and_single_backward():
-    target_logit, sampled_logit = torch.tensor([0.5, -1.0], dtype=torch.float64), torch.tensor(
-        [[2.0, 0.0, -3.0], [1.0, 1.0, 4.0]], dtype=torch.float64
+    target_logit, sampled_logit = (
+        torch.tensor([0.5, -1.0], dtype=torch.float64),
+        torch.tensor([[2.0, 0.0, -3.0], [1.0, 1.0, 4.0]], dtype=torch.float64),
     )
-    target_count, sampled_count = torch.tensor([0.1, 0.2], dtype=torch.float64), torch.tensor(
-        [0.0, -1.0, 0.5], dtype=torch.float64
+    target_count, sampled_count = (
+        torch.tensor([0.1, 0.2], dtype=torch.float64),
+        torch.tensor([0.0, -1.0, 0.5], dtype=torch.float64),
     )
     hits = torch.tensor([[False, True, False], [False, False, False]])
     loss = sampled_softmax_loss(target_logit, sampled_logit, target_count, sampled_count, hits)

@@ -1,4 +1,5 @@
 """The shared budgeted branch-and-bound top-k against brute force on an explicit random tree."""
+
 from __future__ import annotations
 
 import torch
@@ -40,7 +41,9 @@ def test_tree_topk_is_exact_and_falls_back_past_its_budget():
         pair, column = match.nonzero(as_tuple=True)
         child = child_id[column]
         expanded.append(node.numel())
-        return search.Children(pair, child, log_p[pair] + edge[query[pair], column], torch.where(child >= num_inner, child - num_inner, -1))
+        return search.Children(
+            pair, child, log_p[pair] + edge[query[pair], column], torch.where(child >= num_inner, child - num_inner, -1)
+        )
 
     dense_rows = []
 
@@ -49,7 +52,9 @@ def test_tree_topk_is_exact_and_falls_back_past_its_budget():
         return leaf_log_p[rows].topk(k, dim=1)
 
     expected_values, expected_ids = leaf_log_p.topk(k, dim=1)
-    values, ids = search.tree_topk(queries, k, expand, dense, budget=10_000, dtype=torch.float64, device=torch.device("cpu"))
+    values, ids = search.tree_topk(
+        queries, k, expand, dense, budget=10_000, dtype=torch.float64, device=torch.device("cpu")
+    )
     torch.testing.assert_close(values, expected_values)
     assert torch.equal(ids, expected_ids) and not dense_rows
     # A budget too small for any query: every query is scored densely, still exactly.

@@ -9,8 +9,8 @@ import io
 import pytest
 import torch
 
-from bigvocab.outputs.factory import create_output
 from bigvocab.outputs import sparse_grads
+from bigvocab.outputs.factory import create_output
 from bigvocab.outputs.sparse_grads import rows_are_distinct
 
 V, H, N = 200, 8, 16
@@ -77,8 +77,9 @@ def test_a_gradient_that_repeats_rows_is_left_unmarked():
 def test_a_gradient_on_another_device_is_left_alone_without_waiting_for_it():
     # "meta" stands in for a GPU: reading a comparison's result there raises, as on CUDA it would wait.
     weight = torch.nn.Parameter(torch.empty(10, 3, device="meta"))
-    weight.grad = torch.sparse_coo_tensor(torch.tensor([[1, 4]], device="meta"), torch.ones(2, 3, device="meta"),
-                                          (10, 3), check_invariants=False)
+    weight.grad = torch.sparse_coo_tensor(
+        torch.tensor([[1, 4]], device="meta"), torch.ones(2, 3, device="meta"), (10, 3), check_invariants=False
+    )
     sparse_grads._mark(weight)
     assert not weight.grad.is_coalesced()
 
@@ -114,9 +115,16 @@ def test_a_loss_without_gradients_hooks_nothing():
     assert layer.scorer.weight._post_accumulate_grad_hooks is None
 
 
-@pytest.mark.parametrize("indices, distinct", [
-    ([[0, 2, 7]], True), ([[4]], True), ([[2, 2]], False), ([[3, 1]], False), ([[0, 1], [1, 0]], False),
-])
+@pytest.mark.parametrize(
+    "indices, distinct",
+    [
+        ([[0, 2, 7]], True),
+        ([[4]], True),
+        ([[2, 2]], False),
+        ([[3, 1]], False),
+        ([[0, 1], [1, 0]], False),
+    ],
+)
 def test_rows_are_distinct_only_for_strictly_increasing_rows(indices, distinct):
     index = torch.tensor(indices)
     values = torch.ones(index.shape[1], 2) if index.shape[0] == 1 else torch.ones(index.shape[1])

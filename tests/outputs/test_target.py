@@ -15,7 +15,7 @@ from bigvocab.data.corpora import load_corpus
 from bigvocab.evaluate.perplexity import perplexity
 from bigvocab.models import build_model
 from bigvocab.samplers.base import log_expected_count
-from bigvocab.train import Trainer, TrainConfig
+from bigvocab.train import TrainConfig, Trainer
 
 V, H = 30, 4
 
@@ -127,9 +127,14 @@ SPEC = "synthetic:vocab_size=1000,num_classes=20,tokens=20000"
 
 def trained_test_perplexity(corpus, output: str, **output_kwargs) -> float:
     torch.manual_seed(0)
-    model = build_model("nnlm", len(corpus.vocab), output, counts=corpus.vocab.counts,
-                        model_kwargs={"context": 2, "embedding_dim": 16, "hidden_dim": 32},
-                        output_kwargs=output_kwargs)
+    model = build_model(
+        "nnlm",
+        len(corpus.vocab),
+        output,
+        counts=corpus.vocab.counts,
+        model_kwargs={"context": 2, "embedding_dim": 16, "hidden_dim": 32},
+        output_kwargs=output_kwargs,
+    )
     config = TrainConfig(epochs=2, batch_size=64, optimizer="adam", lr=0.01, lr_schedule="none", progress=False)
     with tempfile.TemporaryDirectory() as out_dir:
         Trainer(model, corpus.train, None, config, out_dir=out_dir).fit()
@@ -138,10 +143,10 @@ def trained_test_perplexity(corpus, output: str, **output_kwargs) -> float:
 
 def test_exact_perplexity_after_training_is_close_to_full_softmax():
     """Regression for the 16x Brown result: τ = 100 of V = 1000 words, the same NNLM, seed and
-    training as ``full``. Over seeds 0-3 ``full`` reaches 125-133 and the corrected ``target``
-    0.97-1.00x of it (same seed), while the uncorrected estimator (the code that gave 16x on
-Brown) reached 3.4-3.7x: 10% is
-    about three times the seed-to-seed spread and a twelfth of the failure."""
+        training as ``full``. Over seeds 0-3 ``full`` reaches 125-133 and the corrected ``target``
+        0.97-1.00x of it (same seed), while the uncorrected estimator (the code that gave 16x on
+    Brown) reached 3.4-3.7x: 10% is
+        about three times the seed-to-seed spread and a twelfth of the failure."""
     corpus = load_corpus(SPEC, progress=False)
     full = trained_test_perplexity(corpus, "full")
     target = trained_test_perplexity(corpus, "target", num_samples=100)

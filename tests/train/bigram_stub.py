@@ -6,9 +6,10 @@ the generator it is given, dropout (draws from the global RNG, so resume must re
 sparse embedding, and a switch that makes the loss NaN from a chosen step on.
 (A uniquely named module rather than conftest.py, so that importing it is unambiguous.)
 """
+
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from collections.abc import Iterator
 
 import torch
 from torch import Tensor, nn
@@ -26,7 +27,7 @@ class BigramStub(nn.Module):
         self.embedding = nn.Embedding(vocab_size, dim, sparse=sparse)
         self.dropout = nn.Dropout(dropout)
         self.output = FullSoftmax(dim, vocab_size)
-        self.nan_from_call: Optional[int] = None
+        self.nan_from_call: int | None = None
         self.calls = 0
 
     def batches(self, ids: Tensor, batch_size: int, *, train: bool, generator=None) -> Iterator[dict]:

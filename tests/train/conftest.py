@@ -1,4 +1,5 @@
 """Fixtures of the trainer tests (the stub model lives in bigram_stub.py)."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """Checkpoint files: atomic replacement, and a clear CheckpointError for anything unreadable."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,8 +10,11 @@ from bigvocab.errors import CheckpointError
 
 
 def test_round_trip_keeps_tensors_and_plain_values(tmp_path):
-    payload = {"model": {"w": torch.arange(6.0).reshape(2, 3)}, "meta": {"words": ["a", "b"], "k": 3},
-               "rng": {"python": (3, tuple(range(5)), None)}}
+    payload = {
+        "model": {"w": torch.arange(6.0).reshape(2, 3)},
+        "meta": {"words": ["a", "b"], "k": 3},
+        "rng": {"python": (3, tuple(range(5)), None)},
+    }
     ckpt.save_checkpoint(tmp_path / "x.pt", payload)
     loaded = ckpt.load_checkpoint(tmp_path / "x.pt")
     assert loaded["format"] == ckpt.FORMAT and loaded["version"] == ckpt.VERSION

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-import bigvocab.kernels.threads as kernel_threads
 import bigvocab.kernels.adagrad as sparse_adagrad
+import bigvocab.kernels.threads as kernel_threads
 from bigvocab.train.optimizers import Adagrad
 
 V, H = 50, 6
@@ -20,7 +20,9 @@ def row_gradient(generator, dtype, *, shape, repeated):
     ``gather_rows`` gives), or repeated unsorted rows (what ``nn.Embedding(sparse=True)`` gives)."""
     if repeated:
         rows = torch.randint(0, shape[0], (12,), generator=generator)
-        return torch.sparse_coo_tensor(rows.unsqueeze(0), torch.randn(12, *shape[1:], generator=generator, dtype=dtype), shape)
+        return torch.sparse_coo_tensor(
+            rows.unsqueeze(0), torch.randn(12, *shape[1:], generator=generator, dtype=dtype), shape
+        )
     rows = torch.randperm(shape[0], generator=generator)[:9].sort().values
     values = torch.randn(9, *shape[1:], generator=generator, dtype=dtype)
     return torch.sparse_coo_tensor(rows.unsqueeze(0), values, shape, is_coalesced=True)

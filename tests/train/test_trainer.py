@@ -1,5 +1,6 @@
 """Trainer: configuration checks, optimisers with sparse gradients, schedules, exact resume,
 early stopping, the NaN guard and the out_dir rules."""
+
 from __future__ import annotations
 
 import json
@@ -17,7 +18,7 @@ from bigram_stub import BigramStub
 from bigvocab.checkpoint import load_checkpoint
 from bigvocab.errors import ConfigError, DataError, NonFiniteError, RunLockedError, TrainingInterrupted
 from bigvocab.registry import OPTIMIZERS
-from bigvocab.train import Trainer, TrainConfig, build_optimizers, clip_grad_norm, make_schedule
+from bigvocab.train import TrainConfig, Trainer, build_optimizers, clip_grad_norm, make_schedule
 
 QUIET = dict(progress=False, batch_size=32)
 
@@ -30,9 +31,22 @@ def config(**kwargs) -> TrainConfig:
 @pytest.mark.parametrize(
     "bad",
     [
-        {"epochs": 0}, {"epochs": -1}, {"batch_size": 0}, {"batch_size": -3}, {"lr": 0}, {"lr": -0.1},
-        {"lr": float("nan")}, {"momentum": 1.0}, {"lr_decay": 0}, {"min_lr": 1.0}, {"clip_norm": 0},
-        {"patience": 0}, {"max_steps": 0}, {"log_every": 0}, {"device": "gpu7"}, {"weight_decay": -1},
+        {"epochs": 0},
+        {"epochs": -1},
+        {"batch_size": 0},
+        {"batch_size": -3},
+        {"lr": 0},
+        {"lr": -0.1},
+        {"lr": float("nan")},
+        {"momentum": 1.0},
+        {"lr_decay": 0},
+        {"min_lr": 1.0},
+        {"clip_norm": 0},
+        {"patience": 0},
+        {"max_steps": 0},
+        {"log_every": 0},
+        {"device": "gpu7"},
+        {"weight_decay": -1},
     ],
 )
 def test_config_rejects_bad_values(bad):
@@ -71,8 +85,16 @@ def test_cuda_without_cuda_is_a_config_error(make_model, corpus):
 
 
 # ------------------------------------------------------------------------------ optimisers
-LEARNING_RATES = {"sgd": 1.0, "momentum": 0.2, "nesterov": 0.2, "adagrad": 0.5, "adadelta": 5.0,
-                  "rmsprop": 0.01, "adam": 0.03, "sparse_adam": 0.03}
+LEARNING_RATES = {
+    "sgd": 1.0,
+    "momentum": 0.2,
+    "nesterov": 0.2,
+    "adagrad": 0.5,
+    "adadelta": 5.0,
+    "rmsprop": 0.01,
+    "adam": 0.03,
+    "sparse_adam": 0.03,
+}
 
 
 @pytest.mark.parametrize("name", OPTIMIZERS)
@@ -122,7 +144,10 @@ def test_sparse_adagrad_step_prints_no_torch_invariant_warning():
         "assert not torch.sparse.check_sparse_tensor_invariants.is_enabled()\n"
     )
     result = subprocess.run(
-        [sys.executable, "-W", "always", "-c", script], capture_output=True, text=True, timeout=120,
+        [sys.executable, "-W", "always", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
     )
     assert result.returncode == 0, result.stderr
@@ -263,6 +288,7 @@ def test_resume_mid_epoch_is_bit_exact(make_model, corpus, tmp_path):
     resumed = make_model()
     Trainer.resume(tmp_path / "b", resumed, *corpus, max_steps=None).fit()
     assert_same_state(straight, resumed)
+
     # events logged after the checkpoint were dropped, so the log matches the straight run's
     def steps(run):
         lines = (tmp_path / run / "metrics.jsonl").read_text().splitlines()
@@ -386,8 +412,11 @@ def test_signal_finishes_the_step_saves_and_resume_is_exact(number, make_model, 
         return original_loss(batch)
 
     model.loss = loss_that_signals
-    with pytest.raises(TrainingInterrupted, match=f"{signal.Signals(number).name} received: stopped after step 7 "
-                                                  r"\(in epoch 1\) and saved") as caught:
+    with pytest.raises(
+        TrainingInterrupted,
+        match=f"{signal.Signals(number).name} received: stopped after step 7 "
+        r"\(in epoch 1\) and saved",
+    ) as caught:
         Trainer(model, *corpus, config(**cfg), out_dir=tmp_path / "b").fit()
     assert caught.value.step == 7 and caught.value.checkpoint == tmp_path / "b" / "last.pt"
     assert load_checkpoint(tmp_path / "b" / "last.pt")["position"]["step"] == 7
@@ -401,9 +430,17 @@ def test_signal_finishes_the_step_saves_and_resume_is_exact(number, make_model, 
 
 def test_a_run_directory_in_use_is_refused(make_model, corpus, tmp_path):
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from bigvocab.train.rundir import RunLock\n"
-         "with RunLock(sys.argv[1]):\n    print('held', flush=True); time.sleep(60)", str(tmp_path)],
-        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from bigvocab.train.rundir import RunLock\n"
+            "with RunLock(sys.argv[1]):\n    print('held', flush=True); time.sleep(60)",
+            str(tmp_path),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
     try:
         assert holder.stdout.readline() == "held\n"
         with pytest.raises(RunLockedError, match=f"out_dir '{tmp_path}' is in use by another run \\(pid {holder.pid} "):

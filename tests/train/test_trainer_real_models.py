@@ -1,5 +1,6 @@
 """Exact resume with the library's own models, whose sampled output layers draw from the global
 RNG: the checkpoint's RNG states must put every draw back where it was."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,7 +8,7 @@ import torch
 
 from bigvocab.data.corpora import load_corpus
 from bigvocab.models import build_model
-from bigvocab.train import Trainer, TrainConfig
+from bigvocab.train import TrainConfig, Trainer
 
 SPEC = "synthetic:vocab_size=100,num_classes=5,tokens=2000"
 CASES = [
@@ -25,8 +26,14 @@ def corpus():
 def test_stop_mid_epoch_and_resume_equals_straight_run(corpus, tmp_path, name, output, output_kwargs, model_kwargs):
     def build():
         torch.manual_seed(0)
-        return build_model(name, len(corpus.vocab), output, counts=corpus.vocab.counts,
-                           model_kwargs=model_kwargs, output_kwargs=output_kwargs)
+        return build_model(
+            name,
+            len(corpus.vocab),
+            output,
+            counts=corpus.vocab.counts,
+            model_kwargs=model_kwargs,
+            output_kwargs=output_kwargs,
+        )
 
     config = dict(epochs=2, batch_size=64, progress=False, optimizer="adam", lr=0.01)
     straight = build()

@@ -1,4 +1,5 @@
 """A small corpus with known word classes: sentences of the synthetic class-bigram language."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """bigvocab.Word2Vec behaves as gensim's Word2Vec: data path, two-step training, files, errors."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -6,8 +7,8 @@ import pytest
 
 pytest.importorskip("numba")
 
-from bigvocab import ConfigError, DataError, Word2Vec  # noqa: E402
-from bigvocab.word2vec.corpus import DROP, encode, encoding_index, keep_words, scan  # noqa: E402
+from bigvocab import ConfigError, DataError, Word2Vec
+from bigvocab.word2vec.corpus import DROP, encode, encoding_index, keep_words, scan
 
 QUIET = dict(progress=False)
 
@@ -79,18 +80,21 @@ def test_other_output_layers_train_on_the_torch_path(small_corpus):
 
 
 # ---------------------------------------------------------------------- errors
-@pytest.mark.parametrize("kwargs, error, words", [
-    (dict(sentences=[]), DataError, "build vocabulary"),
-    (dict(sentences=[["a", "b"]], min_count=5), DataError, "min_count=5"),
-    (dict(sentences=[["a", "b"]], min_count=1, negative=0, hs=0), ConfigError, "negative=0 with hs=0"),
-    (dict(sentences=[["a", "b"]], min_count=1, workers=0), ConfigError, "workers"),
-    (dict(sentences="a b c"), ConfigError, "got a string"),
-    (dict(sentences=(s for s in [["a"]])), ConfigError, "generator"),
-    (dict(sentences=[["a"]], corpus_file="x"), ConfigError, "not both"),
-    (dict(corpus_file="/nonexistent/corpus.txt"), DataError, "does not exist"),
-    (dict(output="nec"), Exception, "nce"),
-    (dict(hogbatch=True, sg=0), ConfigError, "hogbatch"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, words",
+    [
+        (dict(sentences=[]), DataError, "build vocabulary"),
+        (dict(sentences=[["a", "b"]], min_count=5), DataError, "min_count=5"),
+        (dict(sentences=[["a", "b"]], min_count=1, negative=0, hs=0), ConfigError, "negative=0 with hs=0"),
+        (dict(sentences=[["a", "b"]], min_count=1, workers=0), ConfigError, "workers"),
+        (dict(sentences="a b c"), ConfigError, "got a string"),
+        (dict(sentences=(s for s in [["a"]])), ConfigError, "generator"),
+        (dict(sentences=[["a"]], corpus_file="x"), ConfigError, "not both"),
+        (dict(corpus_file="/nonexistent/corpus.txt"), DataError, "does not exist"),
+        (dict(output="nec"), Exception, "nce"),
+        (dict(hogbatch=True, sg=0), ConfigError, "hogbatch"),
+    ],
+)
 def test_bad_input_gets_one_line_error(kwargs, error, words):
     with pytest.raises(error) as info:
         Word2Vec(**kwargs, **QUIET)

@@ -1,11 +1,12 @@
 """``bigvocab bench --word2vec`` on a tiny corpus: the rows, the paired ratios and the tables."""
+
 from __future__ import annotations
 
 import pytest
 
 pytest.importorskip("numba")
 
-from bigvocab.bench.suites import word2vec as bench  # noqa: E402
+from bigvocab.bench.suites import word2vec as bench
 
 
 def test_speed_and_quality_tables(tmp_path, monkeypatch, small_corpus):
@@ -14,7 +15,11 @@ def test_speed_and_quality_tables(tmp_path, monkeypatch, small_corpus):
     monkeypatch.setattr(bench, "QUALITY_ROWS", bench.QUALITY_ROWS[3:4])
     speed = bench.speed_table(sentences, threads=(1, 2), repeats=2, log=lambda _: None)
     assert [(r["combination"], r["threads"]) for r in speed] == [
-        ("sg + neg", 1), ("sg + neg", 2), ("sg + neg, HogBatch", 1), ("sg + neg, HogBatch", 2)]
+        ("sg + neg", 1),
+        ("sg + neg", 2),
+        ("sg + neg, HogBatch", 1),
+        ("sg + neg, HogBatch", 2),
+    ]
     assert all(r["bigvocab_words_per_s"] > 0 and len(r["seconds"]["bigvocab"]) == 2 for r in speed)
     eval_dir = tmp_path / "eval"
     eval_dir.mkdir()
@@ -41,8 +46,15 @@ def test_full_bench_has_the_word2vec_rows(tmp_path, monkeypatch):
         return {"speed": [{"combination": "sg + neg"}]}
 
     monkeypatch.setattr(bench, "run_word2vec_bench", fake)
-    config = BenchConfig.quick(out=tmp_path, skip_speed=True, skip_quality=True, word2vec=True, outputs=["torch-*"],
-                               progress=False, plots=False)
+    config = BenchConfig.quick(
+        out=tmp_path,
+        skip_speed=True,
+        skip_quality=True,
+        word2vec=True,
+        outputs=["torch-*"],
+        progress=False,
+        plots=False,
+    )
     results = run_bench(config)
     assert calls == [(None, tmp_path, 3)] and results["word2vec"]["speed"][0]["combination"] == "sg + neg"
     assert "word2vec" in results["phase_seconds"]

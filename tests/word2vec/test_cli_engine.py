@@ -1,5 +1,6 @@
 """``bigvocab train --model skipgram|cbow`` runs on the engine where it applies: checkpoints,
 resume, eval and export keep working, and --workers is refused where the engine cannot run."""
+
 from __future__ import annotations
 
 import json
@@ -10,9 +11,9 @@ import torch
 
 pytest.importorskip("numba")
 
-from bigvocab.checkpoint import load_model  # noqa: E402
-from bigvocab.cli import main  # noqa: E402
-from bigvocab.evaluate import load_word2vec_format  # noqa: E402
+from bigvocab.checkpoint import load_model
+from bigvocab.cli import main
+from bigvocab.evaluate import load_word2vec_format
 
 SPEC = "synthetic:vocab_size=200,num_classes=5,tokens=20000"
 
@@ -25,8 +26,20 @@ def _run(capsys, argv) -> tuple[int, str]:
 @pytest.mark.parametrize("model,output", [("skipgram", "neg"), ("cbow", "hsm")])
 def test_engine_run_checkpoints_resumes_and_exports(capsys, tmp_path, model, output):
     out = tmp_path / "run"
-    base = ["train", "--model", model, "--output", output, "--vector-size", "8", "--corpus", SPEC, "--no-progress",
-            "--out", str(out)]
+    base = [
+        "train",
+        "--model",
+        model,
+        "--output",
+        output,
+        "--vector-size",
+        "8",
+        "--corpus",
+        SPEC,
+        "--no-progress",
+        "--out",
+        str(out),
+    ]
     code, err = _run(capsys, base + ["--epochs", "1", "--workers", "2"])
     assert code == 0, err
     first, _, _ = load_model(out / "last.pt")
@@ -41,21 +54,37 @@ def test_engine_run_checkpoints_resumes_and_exports(capsys, tmp_path, model, out
     assert not torch.equal(first.embedding.weight, second.embedding.weight)
     code, err = _run(capsys, ["export", "--checkpoint", str(out / "last.pt"), "--out", str(tmp_path / "v.txt")])
     assert code == 0, err
-    np.testing.assert_array_equal(load_word2vec_format(tmp_path / "v.txt").vectors.numpy(),
-                                  second.embedding.weight.detach().numpy())
+    np.testing.assert_array_equal(
+        load_word2vec_format(tmp_path / "v.txt").vectors.numpy(), second.embedding.weight.detach().numpy()
+    )
 
 
 def test_workers_is_refused_where_the_engine_does_not_apply(capsys, tmp_path):
-    code, err = _run(capsys, ["train", "--model", "cbow", "--output", "nce", "--corpus", SPEC, "--workers", "2",
-                              "--no-progress", "--out", str(tmp_path / "x")])
+    code, err = _run(
+        capsys,
+        [
+            "train",
+            "--model",
+            "cbow",
+            "--output",
+            "nce",
+            "--corpus",
+            SPEC,
+            "--workers",
+            "2",
+            "--no-progress",
+            "--out",
+            str(tmp_path / "x"),
+        ],
+    )
     assert code == 2 and err.count("\n") == 1 and "--workers" in err and "hsm and neg layers, not 'nce'" in err, err
 
 
 def test_new_run_routes_word2vec_to_the_engine(tmp_path):
     """The routing is the library's: new_run picks the engine's trainer where it applies."""
     from bigvocab.errors import ConfigError
-    from bigvocab.train import Trainer, TrainConfig
     from bigvocab.runs import new_run
+    from bigvocab.train import TrainConfig, Trainer
     from bigvocab.word2vec.trainer import EngineTrainer
 
     config = TrainConfig(epochs=1, lr=0.025, lr_schedule="linear", min_lr=1e-4, progress=False)

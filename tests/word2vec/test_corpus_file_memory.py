@@ -1,5 +1,6 @@
 """A memory-mapped stream (``corpus_file``) does not stay resident as the engine reads it: the
 pages passed are given back every ``RELEASE_BYTES`` and at the end of the epoch."""
+
 from __future__ import annotations
 
 import sys
@@ -59,8 +60,17 @@ def test_the_engine_leaves_no_page_of_the_stream_resident(tmp_path, monkeypatch)
 
     monkeypatch.setattr(corpus, "RELEASE_BYTES", 4 << 20)
     stream, path = _mapped_stream(tmp_path, 4 << 20)  # 16 MiB
-    model = build_model("cbow", 50, "neg", counts=list(range(100, 50, -1)), model_kwargs={"vector_size": 4, "sample": 0})
+    model = build_model(
+        "cbow", 50, "neg", counts=list(range(100, 50, -1)), model_kwargs={"vector_size": 4, "sample": 0}
+    )
     # a file system may map 2 MiB pages: at most RELEASE_BYTES, the chunks in training and that slack
-    done = train_epoch(engine_arrays(model), stream, schedule=Schedule(0.025, 1e-4, 4 << 20), words_before=0, epoch=0,
-                       workers=2, should_stop=lambda: resident_kib(path) > 10 << 10)
+    done = train_epoch(
+        engine_arrays(model),
+        stream,
+        schedule=Schedule(0.025, 1e-4, 4 << 20),
+        words_before=0,
+        epoch=0,
+        workers=2,
+        should_stop=lambda: resident_kib(path) > 10 << 10,
+    )
     assert done.position == stream.shape[0] and resident_kib(path) < 100

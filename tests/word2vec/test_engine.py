@@ -1,4 +1,5 @@
 """The engine end to end: reproducible for a seed on one thread, as good as the torch path."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -6,8 +7,8 @@ import pytest
 
 pytest.importorskip("numba")
 
-from bigvocab import Word2Vec  # noqa: E402
-from bigvocab.word2vec.engine import chunk_end  # noqa: E402
+from bigvocab import Word2Vec
+from bigvocab.word2vec.engine import chunk_end
 
 COMBINATIONS = [(sg, hs) for sg in (1, 0) for hs in (0, 1)]
 
@@ -80,13 +81,22 @@ def test_two_threads_share_the_chunks_of_an_epoch():
 
     stream = np.tile(np.append(np.arange(10, dtype=np.int32), -1), 2000)
     words = int((stream >= 0).sum())
-    model = build_model("skipgram", 10, "neg", counts=list(range(20, 10, -1)),
-                        model_kwargs={"vector_size": 8, "sample": 0}, output_kwargs={"num_samples": 3})
+    model = build_model(
+        "skipgram",
+        10,
+        "neg",
+        counts=list(range(20, 10, -1)),
+        model_kwargs={"vector_size": 8, "sample": 0},
+        output_kwargs={"num_samples": 3},
+    )
     arrays, schedule = engine_arrays(model), Schedule(0.025, 1e-4, words)
     full = train_epoch(arrays, stream, schedule=schedule, words_before=0, epoch=0, workers=2, chunk_words=100)
     assert (full.read, full.position) == (words, stream.size)
-    stopped = train_epoch(arrays, stream, schedule=schedule, words_before=0, epoch=0, workers=2, start=550,
-                          should_stop=lambda: True)
+    stopped = train_epoch(
+        arrays, stream, schedule=schedule, words_before=0, epoch=0, workers=2, start=550, should_stop=lambda: True
+    )
     assert (stopped.read, stopped.position) == (0, 550)
-    rest = train_epoch(arrays, stream, schedule=schedule, words_before=0, epoch=0, workers=2, chunk_words=100, start=550)
+    rest = train_epoch(
+        arrays, stream, schedule=schedule, words_before=0, epoch=0, workers=2, chunk_words=100, start=550
+    )
     assert (rest.read, rest.position) == (words - 500, stream.size)

@@ -1,15 +1,15 @@
 """The engine reads what output layers declare (``engine_kind``, ``engine_unsupported``,
 ``engine_tables``; see bigvocab.outputs.engine) and trains the layer's own parameters in place."""
+
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 
 from bigvocab.errors import ConfigError
-from bigvocab.outputs.factory import create_output, list_outputs
 from bigvocab.models import build_model
 from bigvocab.outputs.engine import ENGINE_KINDS, engine_kind_of, layer_for_engine_kind
+from bigvocab.outputs.factory import create_output, list_outputs
 from bigvocab.registry import OUTPUTS
 from bigvocab.word2vec.engine import engine_arrays, engine_unsupported
 
@@ -56,15 +56,18 @@ def test_tables_hold_the_layers_own_parameter(name):
             assert tables.path_rows[start:end].tolist() == layer._param_base[layer.tree.path(leaf)].tolist()
 
 
-@pytest.mark.parametrize("name, options, reason", [
-    ("neg", {"bias": True}, "no bias"),
-    ("neg", {"scorer": "cnn", "words": WORDS}, "free output rows"),
-    ("neg", {"shared": True}, "per example"),
-    ("neg", {"remove_accidental_hits": False}, "remove_accidental_hits"),
-    ("neg", {"sampler": "learned"}, "adapts"),
-    ("hsm", {"bias": True}, "no bias"),
-    ("hsm", {"bias": False, "tree": "class"}, "binary tree"),
-])
+@pytest.mark.parametrize(
+    "name, options, reason",
+    [
+        ("neg", {"bias": True}, "no bias"),
+        ("neg", {"scorer": "cnn", "words": WORDS}, "free output rows"),
+        ("neg", {"shared": True}, "per example"),
+        ("neg", {"remove_accidental_hits": False}, "remove_accidental_hits"),
+        ("neg", {"sampler": "learned"}, "adapts"),
+        ("hsm", {"bias": True}, "no bias"),
+        ("hsm", {"bias": False, "tree": "class"}, "binary tree"),
+    ],
+)
 def test_a_layer_says_why_the_engine_cannot_train_it(name, options, reason):
     layer = create_output(name, H, V, counts=COUNTS, **options)
     assert reason in layer.engine_unsupported()
@@ -83,8 +86,14 @@ def test_a_layer_without_an_engine_update_is_named():
 def test_engine_arrays_are_views_of_the_models_tensors(name):
     """No copy: the numpy arrays start at the parameters' memory, and a write through them is a
     write to the model."""
-    model = build_model("skipgram", V, name, counts=COUNTS, model_kwargs={"vector_size": H, "sample": 0},
-                        output_kwargs=ENGINE_LAYERS[name])
+    model = build_model(
+        "skipgram",
+        V,
+        name,
+        counts=COUNTS,
+        model_kwargs={"vector_size": H, "sample": 0},
+        output_kwargs=ENGINE_LAYERS[name],
+    )
     rows = model.output.scorer.weight if name == "neg" else model.output.weight
     arrays = engine_arrays(model)
     assert arrays.syn0.ctypes.data == model.embedding.weight.data_ptr()
@@ -100,8 +109,9 @@ def test_training_moves_the_models_parameters(small_corpus, sg, hs):
     from bigvocab import Word2Vec
 
     sentences, _ = small_corpus
-    model = Word2Vec(vector_size=8, window=2, min_count=1, workers=1, progress=False, sg=sg, hs=hs,
-                     negative=0 if hs else 5, seed=1)
+    model = Word2Vec(
+        vector_size=8, window=2, min_count=1, workers=1, progress=False, sg=sg, hs=hs, negative=0 if hs else 5, seed=1
+    )
     model.build_vocab(sentences[:200])
     output = model.module.output
     rows = output.scorer.weight if not hs else output.weight

@@ -1,6 +1,7 @@
 """SIGINT / SIGTERM stop an engine run (a real subprocess) within a chunk, not at the epoch's end:
 ``last.pt`` is saved mid-epoch through the trainer's atomic checkpoint and ``--resume`` reads the
 rest of the epoch, each word once."""
+
 from __future__ import annotations
 
 import json
@@ -15,11 +16,13 @@ import pytest
 pytest.importorskip("numba")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "faults"))
-from fault_helpers import assert_one_line_error, default_sigint, environment, wait_for  # noqa: E402
+from fault_helpers import assert_one_line_error, default_sigint, environment, wait_for
 
-from bigvocab.checkpoint import load_checkpoint  # noqa: E402
-from bigvocab.cli import main  # noqa: E402
-from bigvocab.data.corpora import load_corpus  # noqa: E402
+from bigvocab.checkpoint import load_checkpoint
+from bigvocab.cli import main
+from bigvocab.data.corpora import load_corpus
+
+pytestmark = pytest.mark.slow
 
 #: 3M training words: an epoch of seconds on one thread, against a chunk of 10k words; small
 #: valid and test splits, because exact evaluation over the vocabulary is not what is tested.
@@ -34,11 +37,20 @@ UNDER_WAY = re.compile(r"epoch 1/1:\s+[1-9]\d*%")
 def test_signal_stops_an_engine_epoch_part_way_and_resume_finishes_it(tmp_path, number, workers):
     out, log = tmp_path / "run", tmp_path / "stderr.txt"
     with log.open("w") as stderr:
-        process = subprocess.Popen([sys.executable, "-m", "bigvocab.cli", *RUN, "--workers", str(workers), "--out",
-                                    str(out)], cwd=tmp_path, env=environment(), stdout=subprocess.DEVNULL,
-                                   stderr=stderr, text=True, preexec_fn=default_sigint)
-        wait_for(lambda: UNDER_WAY.search(log.read_text()) or process.poll() is not None, timeout=600,
-                 what="the engine's epoch to be under way")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "bigvocab.cli", *RUN, "--workers", str(workers), "--out", str(out)],
+            cwd=tmp_path,
+            env=environment(),
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            text=True,
+            preexec_fn=default_sigint,
+        )
+        wait_for(
+            lambda: UNDER_WAY.search(log.read_text()) or process.poll() is not None,
+            timeout=600,
+            what="the engine's epoch to be under way",
+        )
         process.send_signal(number)
         status = process.wait(timeout=120)
     # The bar redraws with carriage returns and is cleared at the end; the error is the last line.

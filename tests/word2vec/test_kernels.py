@@ -5,6 +5,7 @@ word2vec's gradients, so ``param - alpha * grad`` is the update word2vec.c and g
 compiled kernels must reproduce it on the same tensors (output rows distinct, so the order of
 word2vec's in-place updates does not matter).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,9 +14,9 @@ import torch
 
 pytest.importorskip("numba")
 
-from bigvocab.models import build_model  # noqa: E402
-from bigvocab.word2vec.engine import engine_arrays, staging  # noqa: E402
-from bigvocab.kernels.word2vec import cbow_window, load_staged, sg_pair, sg_window_shared, sync_staged  # noqa: E402
+from bigvocab.kernels.word2vec import cbow_window, load_staged, sg_pair, sg_window_shared, sync_staged
+from bigvocab.models import build_model
+from bigvocab.word2vec.engine import engine_arrays, staging
 
 V, H, ALPHA = 12, 6, 0.3
 COUNTS = list(range(60, 0, -5))
@@ -23,8 +24,14 @@ COUNTS = list(range(60, 0, -5))
 
 def _model(name: str, output: str, **model_kwargs):
     output_kwargs = {"bias": False} if output == "hsm" else {"num_samples": 3}
-    model = build_model(name, V, output, counts=COUNTS, model_kwargs={"vector_size": H, "sample": 0, **model_kwargs},
-                        output_kwargs=output_kwargs)
+    model = build_model(
+        name,
+        V,
+        output,
+        counts=COUNTS,
+        model_kwargs={"vector_size": H, "sample": 0, **model_kwargs},
+        output_kwargs=output_kwargs,
+    )
     with torch.no_grad():  # non-zero output rows, so both sides of the update are exercised
         model.output.weight.uniform_(-0.5, 0.5)
         model.embedding.weight.uniform_(-0.5, 0.5)
@@ -62,8 +69,21 @@ def test_skipgram_pair_is_one_sgd_step(output):
     source, target = 4, 1
     want_emb, want_out = _sgd_step(model, {"centre": torch.tensor([source]), "target": torch.tensor([target])})
     a = engine_arrays(model)
-    sg_pair(a.syn0, a.syn1, source, target, a.hs, a.path_offsets, a.path_rows, a.path_codes, negatives, ALPHA,
-            np.zeros((1, H), dtype=np.float32), *_row_scratch(), *_unstaged())
+    sg_pair(
+        a.syn0,
+        a.syn1,
+        source,
+        target,
+        a.hs,
+        a.path_offsets,
+        a.path_rows,
+        a.path_codes,
+        negatives,
+        ALPHA,
+        np.zeros((1, H), dtype=np.float32),
+        *_row_scratch(),
+        *_unstaged(),
+    )
     assert not torch.equal(want_emb, model.embedding.weight.detach())  # the step moved something
     torch.testing.assert_close(model.embedding.weight.detach(), want_emb, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(model.output.weight.detach(), want_out, rtol=1e-5, atol=1e-6)
@@ -75,13 +95,31 @@ def test_cbow_window_is_one_sgd_step(output, cbow_mean):
     model = _model("cbow", output, window=2, cbow_mean=cbow_mean)
     negatives = _fix_negatives(model, [0, 5, 11]) if output == "neg" else np.zeros(0, dtype=np.int64)
     context, target = [3, 8, 3], 6  # a repeated context word receives the error twice
-    batch = {"context": torch.tensor([context + [0]]), "mask": torch.tensor([[True, True, True, False]]),
-             "target": torch.tensor([target])}
+    batch = {
+        "context": torch.tensor([context + [0]]),
+        "mask": torch.tensor([[True, True, True, False]]),
+        "target": torch.tensor([target]),
+    }
     want_emb, want_out = _sgd_step(model, batch)
     a = engine_arrays(model)
-    cbow_window(a.syn0, a.syn1, np.array(context, dtype=np.int32), len(context), target, cbow_mean, a.hs,
-                a.path_offsets, a.path_rows, a.path_codes, negatives, ALPHA, np.zeros((1, H), dtype=np.float32),
-                np.zeros((1, H), dtype=np.float32), *_row_scratch(), *_unstaged())
+    cbow_window(
+        a.syn0,
+        a.syn1,
+        np.array(context, dtype=np.int32),
+        len(context),
+        target,
+        cbow_mean,
+        a.hs,
+        a.path_offsets,
+        a.path_rows,
+        a.path_codes,
+        negatives,
+        ALPHA,
+        np.zeros((1, H), dtype=np.float32),
+        np.zeros((1, H), dtype=np.float32),
+        *_row_scratch(),
+        *_unstaged(),
+    )
     torch.testing.assert_close(model.embedding.weight.detach(), want_emb, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(model.output.weight.detach(), want_out, rtol=1e-5, atol=1e-6)
 
@@ -108,11 +146,40 @@ def test_staged_tree_rows_give_the_same_step_once_merged(name, max_rows):
     work = np.zeros((1, H), dtype=np.float32)
     none = np.zeros(0, dtype=np.int64)
     if name == "skipgram":
-        sg_pair(a.syn0, a.syn1, 4, 1, True, a.path_offsets, a.path_rows, a.path_codes, none, ALPHA, work,
-                *_row_scratch(), *staged_args)
+        sg_pair(
+            a.syn0,
+            a.syn1,
+            4,
+            1,
+            True,
+            a.path_offsets,
+            a.path_rows,
+            a.path_codes,
+            none,
+            ALPHA,
+            work,
+            *_row_scratch(),
+            *staged_args,
+        )
     else:
-        cbow_window(a.syn0, a.syn1, np.array([3, 8], dtype=np.int32), 2, 6, True, True, a.path_offsets, a.path_rows,
-                    a.path_codes, none, ALPHA, np.zeros((1, H), dtype=np.float32), work, *_row_scratch(), *staged_args)
+        cbow_window(
+            a.syn0,
+            a.syn1,
+            np.array([3, 8], dtype=np.int32),
+            2,
+            6,
+            True,
+            True,
+            a.path_offsets,
+            a.path_rows,
+            a.path_codes,
+            none,
+            ALPHA,
+            np.zeros((1, H), dtype=np.float32),
+            work,
+            *_row_scratch(),
+            *staged_args,
+        )
     staged_rows = torch.from_numpy(stage.rows)
     assert torch.equal(model.output.weight.detach()[staged_rows], torch.from_numpy(base))  # not merged yet
     sync_staged(a.syn1, stage.rows, local, base)
@@ -160,8 +227,17 @@ def test_hogbatch_window_is_one_sgd_step_on_the_window():
     batch = {"centre": torch.tensor(context), "target": torch.tensor([centre] * len(context))}
     want_emb, want_out = _sgd_step(model, batch)
     a = engine_arrays(model)
-    sg_window_shared(a.syn0, a.syn1, np.array(context, dtype=np.int32), len(context), centre, negatives, ALPHA,
-                     np.zeros((4, H), dtype=np.float32), np.zeros((4, 4), dtype=np.float32))
+    sg_window_shared(
+        a.syn0,
+        a.syn1,
+        np.array(context, dtype=np.int32),
+        len(context),
+        centre,
+        negatives,
+        ALPHA,
+        np.zeros((4, H), dtype=np.float32),
+        np.zeros((4, 4), dtype=np.float32),
+    )
     torch.testing.assert_close(model.embedding.weight.detach(), want_emb, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(model.output.weight.detach(), want_out, rtol=1e-5, atol=1e-6)
 

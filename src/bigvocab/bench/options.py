@@ -86,8 +86,11 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
         help="instead of the usual runs: each row's training step on one process and vocabulary-parallel "
         "on P local processes, per-rank peak memory and step time side by side (rows that can be split)",
     )
-    parser.add_argument("--word2vec", action="store_true",
-                        help="bigvocab.Word2Vec against gensim: words/s, and WS-353/SimLex/analogy with --brown")
+    parser.add_argument(
+        "--word2vec",
+        action="store_true",
+        help="bigvocab.Word2Vec against gensim: words/s, and WS-353/SimLex/analogy with --brown",
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> BenchConfig:

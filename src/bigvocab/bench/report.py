@@ -8,7 +8,6 @@ import csv
 import json
 import shlex
 from pathlib import Path
-from typing import Optional
 
 from bigvocab.bench.harness import formatting as fmt
 from bigvocab.bench.harness.config import BenchConfig
@@ -132,7 +131,7 @@ def summary_table(results: dict) -> str:
     return _table(SUMMARY_COLUMNS, lines)
 
 
-def _or_error(text: str, failed: Optional[bool]) -> str:
+def _or_error(text: str, failed: bool | None) -> str:
     """A missing figure of a row that failed reads "error" (the raw tables say why)."""
     return "error" if failed and text == fmt.MISSING else text
 
@@ -224,7 +223,14 @@ def quality_table(rows: list[QualityRow]) -> str:
 
 
 def recommendation_table(lines: list[dict]) -> str:
-    header = ["Corpus", "V", "Time budget", "Model kept", "Lowest perplexity", f"Fastest within {100 * TOLERANCE:g}% of it"]
+    header = [
+        "Corpus",
+        "V",
+        "Time budget",
+        "Model kept",
+        "Lowest perplexity",
+        f"Fastest within {100 * TOLERANCE:g}% of it",
+    ]
     rows = [
         [
             line["dataset"],
@@ -232,7 +238,11 @@ def recommendation_table(lines: list[dict]) -> str:
             f"{line['budget_seconds']:g} s",
             line["selection"],
             f"{line['best']} ({fmt.perplexity(line['best_ppl'], line['best_ratio'])}"
-            + (f", its {line['best_checkpoint']:g} s checkpoint)" if line["best_checkpoint"] < line["budget_seconds"] else ")"),
+            + (
+                f", its {line['best_checkpoint']:g} s checkpoint)"
+                if line["best_checkpoint"] < line["budget_seconds"]
+                else ")"
+            ),
             f"{line['fastest']} (after {line['fastest_seconds']:.1f} s)",
         ]
         for line in lines
@@ -246,7 +256,7 @@ def _tokens_cell(row: QualityRow) -> str:
     return f"{row.tokens_seen:,} ({row.epochs_seen or 0:.2g})"
 
 
-def _status_cell(status: str, error: str, memory: Optional[str]) -> str:
+def _status_cell(status: str, error: str, memory: str | None) -> str:
     status = (f"ok; {error}" if error else "ok") if status == "ok" else f"error: {error}"  # ok: skipped operations
     return status if not memory else f"{status} (memory: {memory})"
 
@@ -277,7 +287,7 @@ def bandwidth_table(bandwidth: dict, hidden: int) -> str:
     return _table(headers, lines)
 
 
-def write_markdown(results: dict, config: BenchConfig, path: Path, *, plots: Optional[list[Path]] = None) -> Path:
+def write_markdown(results: dict, config: BenchConfig, path: Path, *, plots: list[Path] | None = None) -> Path:
     speed, quality = results.get("speed", []), results.get("quality", [])
     parts = [
         f"# bigvocab bench ({config.mode})",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Optional, TextIO
+from typing import TextIO
 
 import torch
 from tqdm import tqdm
@@ -62,7 +62,7 @@ def check_config(config: BenchConfig) -> torch.device:
 class _Printer:
     """Lines above a tqdm bar; the bar is hidden when progress is off or output is not a terminal."""
 
-    def __init__(self, total: int, enabled: bool, stream: Optional[TextIO]) -> None:
+    def __init__(self, total: int, enabled: bool, stream: TextIO | None) -> None:
         self.stream = stream
         self.bar = tqdm(total=total, disable=None if enabled else True, unit="row", leave=False, dynamic_ncols=True)
 
@@ -79,7 +79,7 @@ class _Printer:
 
 
 def run_bench(
-    config: BenchConfig, *, stream: Optional[TextIO] = None, resume: bool = False, overwrite: bool = False
+    config: BenchConfig, *, stream: TextIO | None = None, resume: bool = False, overwrite: bool = False
 ) -> dict:
     """Run the benchmark ``config`` describes and write its files to ``config.out`` (if set).
 
@@ -159,7 +159,9 @@ def _speed_phase(
     shapes = matmul_shapes(config.hidden, config.batch)
     stored = journal.limits()
     finished = all(
-        candidate.label in journal.speed_rows(vocab_size) for vocab_size in config.vocab_sizes for candidate in candidates
+        candidate.label in journal.speed_rows(vocab_size)
+        for vocab_size in config.vocab_sizes
+        for candidate in candidates
     )
     if finished and stored is not None:
         # A piece that measures no speed row must not lend its machine's limits to rows measured

@@ -1,4 +1,5 @@
 """Corpora, vocabularies and the synthetic language (batching lives in ``data.batching``)."""
+
 from bigvocab.data.corpora import EOS, UNK, Corpus, load_corpus
 from bigvocab.data.synthetic import SyntheticLanguage
 from bigvocab.data.vocab import UnknownWordError, Vocab

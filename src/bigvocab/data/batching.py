@@ -12,9 +12,10 @@ are moved to the stream's device, so a fixed seed gives the same batches on any 
 * :func:`random_ints` -- uniform integers (C&W's corrupting words).
 * :func:`rebatch` -- regroup variable-sized chunks into batches of a fixed size.
 """
+
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Optional, Sequence, Union
+from collections.abc import Iterable, Iterator, Sequence
 
 import torch
 from torch import Tensor
@@ -42,12 +43,12 @@ def check_stream(ids: object, vocab_size: int, *, min_length: int) -> Tensor:
     return ids
 
 
-def _generator_device(generator: Optional[torch.Generator]) -> torch.device:
+def _generator_device(generator: torch.Generator | None) -> torch.device:
     return generator.device if generator is not None else torch.device("cpu")
 
 
 def index_batches(
-    num: int, batch_size: int, *, shuffle: bool, generator: Optional[torch.Generator], device: torch.device
+    num: int, batch_size: int, *, shuffle: bool, generator: torch.Generator | None, device: torch.device
 ) -> Iterator[Tensor]:
     """Positions ``0..num-1`` in slices of ``batch_size`` (the last may be shorter), in order or
     in one random permutation drawn per call."""
@@ -110,7 +111,7 @@ def _segments(inputs: Tensor, targets: Tensor, bptt: int) -> Iterator[tuple[Tens
         yield inputs[:, start : start + bptt], targets[:, start : start + bptt]
 
 
-def subsample_keep_prob(counts: Union[Sequence[int], Tensor], sample: float) -> Tensor:
+def subsample_keep_prob(counts: Sequence[int] | Tensor, sample: float) -> Tensor:
     """Probability of keeping each occurrence of each word (Mikolov et al. 2013, as in word2vec.c).
 
     With f the word's count, T the total count and t = ``sample``:
@@ -134,19 +135,19 @@ def subsample_keep_prob(counts: Union[Sequence[int], Tensor], sample: float) -> 
     return keep.clamp_(max=1.0)
 
 
-def subsample(ids: Tensor, keep_prob: Tensor, generator: Optional[torch.Generator]) -> Tensor:
+def subsample(ids: Tensor, keep_prob: Tensor, generator: torch.Generator | None) -> Tensor:
     """The stream with each token kept independently with probability ``keep_prob[token]``;
     the survivors close up, so windows then reach further (as in word2vec)."""
     draws = torch.rand(ids.numel(), generator=generator, dtype=torch.float64, device=_generator_device(generator))
     return ids[draws.to(ids.device) < keep_prob.to(ids.device)[ids]]
 
 
-def random_ints(low: int, high: int, num: int, generator: Optional[torch.Generator], device: torch.device) -> Tensor:
+def random_ints(low: int, high: int, num: int, generator: torch.Generator | None, device: torch.device) -> Tensor:
     """(num,) long, uniform on {low, ..., high - 1}, drawn on the generator's device."""
     return torch.randint(low, high, (num,), generator=generator, device=_generator_device(generator)).to(device)
 
 
-def shrunk_radius(num: int, window: int, generator: Optional[torch.Generator], device: torch.device) -> Tensor:
+def shrunk_radius(num: int, window: int, generator: torch.Generator | None, device: torch.device) -> Tensor:
     """Per-centre effective window b ~ U{1, ..., window} (word2vec's random window shrinking),
     which weights a context word at distance d by (window - d + 1) / window. (num,) long."""
     return random_ints(1, window + 1, num, generator, device)

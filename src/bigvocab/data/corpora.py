@@ -20,13 +20,14 @@ Spec kinds:
                     split its 100M characters 90M/5M/5M
 Case is kept everywhere: Bengio et al. (2003) distinguished upper and lower case.
 """
+
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional, Sequence
 
 import numpy as np
 import torch
@@ -55,6 +56,7 @@ _SPLIT_FILES = ("{}.txt", "ptb.{}.txt", "wiki.{}.tokens")
 #: Bytes hashed at each end of a file for its fingerprint.
 FINGERPRINT_BYTES = 1 << 20
 
+
 def corpus_kind(name: str, form: str) -> Callable:
     """Register a loader in :data:`~bigvocab.registry.CORPORA` under ``name``
     (``name -> loader(spec, arg, options)``); ``form`` shows how a spec of this kind is written,
@@ -65,6 +67,8 @@ def corpus_kind(name: str, form: str) -> Callable:
         return CORPORA.register(name)(loader)
 
     return decorate
+
+
 _SYNTHETIC_DEFAULTS = {
     "vocab_size": 10000,
     "num_classes": 50,
@@ -90,7 +94,7 @@ class Corpus:
     train: torch.Tensor
     valid: torch.Tensor
     test: torch.Tensor
-    floor_perplexity: Optional[float] = None
+    floor_perplexity: float | None = None
     meta: dict = field(default_factory=dict)
 
     def __repr__(self) -> str:
@@ -101,10 +105,10 @@ class Corpus:
 
 @dataclass
 class _Options:
-    min_count: Optional[int]
-    max_size: Optional[int]
+    min_count: int | None
+    max_size: int | None
     progress: bool
-    vocab: Optional[Vocab]
+    vocab: Vocab | None
 
 
 class _Interner:
@@ -128,10 +132,10 @@ class _Interner:
 def load_corpus(
     spec: str,
     *,
-    min_count: Optional[int] = None,
-    max_size: Optional[int] = None,
+    min_count: int | None = None,
+    max_size: int | None = None,
     progress: bool = True,
-    vocab: Optional[Vocab] = None,
+    vocab: Vocab | None = None,
 ) -> Corpus:
     """Read the corpus named by ``spec`` (see the module docstring for the kinds).
 
@@ -151,13 +155,13 @@ def load_corpus(
 def portable_spec(spec: str) -> str:
     """``spec`` with its path made absolute, so that it means the same from any directory (the
     synthetic language has no path and is returned as it is)."""
-    kind, sep, arg = spec.partition(":")
+    kind, _sep, arg = spec.partition(":")
     if kind == "synthetic" or not arg:
         return spec
     return f"{kind}:{Path(arg).expanduser().resolve()}"
 
 
-def corpus_fingerprint(spec: str) -> Optional[dict]:
+def corpus_fingerprint(spec: str) -> dict | None:
     """What identifies the files ``spec`` reads: for each file (the file itself, or the files
     directly inside the directory) its name, size and a SHA-256 of its first and last megabyte.
     None for the synthetic language, which its spec defines, and for a path that does not exist.
@@ -181,7 +185,7 @@ def _file_fingerprint(path: Path) -> dict:
     return {"name": path.name, "size": size, "sha256_ends": digest.hexdigest()}
 
 
-def fingerprint_difference(stored: Optional[dict], current: Optional[dict]) -> Optional[str]:
+def fingerprint_difference(stored: dict | None, current: dict | None) -> str | None:
     """What differs between two fingerprints, in words, or None when they match (or the run
     stored none, as runs from before fingerprints did)."""
     if stored is None:

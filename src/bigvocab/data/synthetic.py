@@ -15,11 +15,11 @@ Sampling is vectorised end to end (no Python step per token), so V = 2M words an
 millions of tokens take seconds: the class chain is walked block-parallel (see :func:`walk_chain`),
 and words are drawn by one inverse-CDF ``searchsorted`` over the per-class CDFs laid end to end.
 """
+
 from __future__ import annotations
 
 import math
 from functools import cached_property
-from typing import Optional
 
 import numpy as np
 import torch
@@ -68,7 +68,7 @@ def inverse_cdf(cdf: np.ndarray, starts: np.ndarray, segment: np.ndarray, u: np.
     return np.minimum(pos, starts[segment + 1] - 1)
 
 
-def walk_chain(cdf: np.ndarray, num_states: int, start: int, u: np.ndarray, block: Optional[int] = None) -> np.ndarray:
+def walk_chain(cdf: np.ndarray, num_states: int, start: int, u: np.ndarray, block: int | None = None) -> np.ndarray:
     """The Markov chain x_t = F(x_{t-1}, u_t), x_{-1} = ``start``, for all t at once: (n,) int64.
 
     F(c, u) is the inverse CDF of row c of the transition matrix (``cdf`` from :func:`offset_cdfs`
@@ -245,7 +245,7 @@ class SyntheticLanguage:
             out = np.log(self._transition[classes[prev_np], classes[ids_np]]) + np.log(self._emission[ids_np])
         return torch.from_numpy(np.asarray(out, dtype=np.float64))
 
-    def sample(self, num_tokens: int, generator: Optional[torch.Generator] = None) -> torch.Tensor:
+    def sample(self, num_tokens: int, generator: torch.Generator | None = None) -> torch.Tensor:
         """(num_tokens,) int64: an exact sample of the stationary source.
 
         The class before the first token is drawn from pi, so every token's class is distributed

@@ -5,12 +5,13 @@ frequency bands of the adaptive and differentiated softmax all read ``counts`` a
 the most frequent word (Mikolov et al. 2013; Grave et al. 2017). Rare words are merged into one
 unknown symbol, as Bengio et al. (2003) did with the words seen at most 3 times in the Brown corpus.
 """
+
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from os import PathLike
 from pathlib import Path
-from typing import Iterable, Optional, Sequence, Union
 
 import torch
 
@@ -39,7 +40,7 @@ class Vocab:
             ``None`` makes unknown words an error (e.g. the synthetic language, which has none).
     """
 
-    def __init__(self, words: Sequence[str], counts: Sequence[int], unk: Optional[str] = "<unk>") -> None:
+    def __init__(self, words: Sequence[str], counts: Sequence[int], unk: str | None = "<unk>") -> None:
         words = list(words)
         counts = [int(c) for c in counts]
         if len(words) != len(counts):
@@ -63,8 +64,8 @@ class Vocab:
             raise DataError(f"vocabulary word {word!r} appears twice (ids {seen[word]} and {i})")
         if unk is not None and unk not in self._ids:
             raise DataError(f"unknown-word symbol {unk!r} is not in the vocabulary; add it or pass unk=None")
-        self.unk: Optional[str] = unk
-        self.unk_id: Optional[int] = None if unk is None else self._ids[unk]
+        self.unk: str | None = unk
+        self.unk_id: int | None = None if unk is None else self._ids[unk]
 
     @classmethod
     def build(
@@ -72,23 +73,23 @@ class Vocab:
         tokens: Iterable[str],
         *,
         min_count: int = 1,
-        max_size: Optional[int] = None,
-        unk: Optional[str] = "<unk>",
+        max_size: int | None = None,
+        unk: str | None = "<unk>",
         reserved: Sequence[str] = (),
-    ) -> "Vocab":
+    ) -> Vocab:
         """Count ``tokens`` and keep the frequent words; ties keep the order of first occurrence."""
         return cls.from_counts(Counter(tokens), min_count=min_count, max_size=max_size, unk=unk, reserved=reserved)
 
     @classmethod
     def from_counts(
         cls,
-        counts: "dict[str, int]",
+        counts: dict[str, int],
         *,
         min_count: int = 1,
-        max_size: Optional[int] = None,
-        unk: Optional[str] = "<unk>",
+        max_size: int | None = None,
+        unk: str | None = "<unk>",
         reserved: Sequence[str] = (),
-    ) -> "Vocab":
+    ) -> Vocab:
         """The vocabulary of a word -> count mapping (its iteration order breaks ties).
 
         Words seen fewer than ``min_count`` times, and the words beyond the ``max_size - 1`` most
@@ -142,7 +143,7 @@ class Vocab:
         """(N,) int64 ids of ``tokens``."""
         return torch.tensor([self.index(t) for t in tokens], dtype=torch.long)
 
-    def decode(self, ids: Union[torch.Tensor, Iterable[int]]) -> list[str]:
+    def decode(self, ids: torch.Tensor | Iterable[int]) -> list[str]:
         """The words of a 1-D sequence of ids."""
         if isinstance(ids, torch.Tensor):
             ids = ids.reshape(-1).tolist()
@@ -157,20 +158,20 @@ class Vocab:
         return {"words": list(self.words), "counts": list(self.counts), "unk": self.unk}
 
     @classmethod
-    def from_dict(cls, state: dict) -> "Vocab":
+    def from_dict(cls, state: dict) -> Vocab:
         missing = {"words", "counts", "unk"} - set(state) if isinstance(state, dict) else {"words", "counts", "unk"}
         if missing:
             raise DataError(f"vocabulary state lacks {', '.join(sorted(missing))}")
         return cls(state["words"], state["counts"], unk=state["unk"])
 
-    def save(self, path: Union[str, PathLike]) -> None:
+    def save(self, path: str | PathLike) -> None:
         """Write a header line naming the unknown symbol, then ``word<TAB>count`` per id."""
         header = f"{FILE_MAGIC}\tunk={'' if self.unk is None else self.unk}\n"
         body = "".join(f"{w}\t{c}\n" for w, c in zip(self.words, self.counts))
         Path(path).write_text(header + body, encoding="utf-8")
 
     @classmethod
-    def load(cls, path: Union[str, PathLike]) -> "Vocab":
+    def load(cls, path: str | PathLike) -> Vocab:
         """Read a file written by :meth:`save`."""
         path = Path(path)
         if not path.is_file():
@@ -182,7 +183,7 @@ class Vocab:
         fields = lines[0].split("\t")
         if len(fields) != 2 or fields[0] != FILE_MAGIC or not fields[1].startswith("unk="):
             raise DataError(f"{str(path)!r} is not a bigvocab vocabulary file (bad header line {lines[0][:60]!r})")
-        unk = fields[1][len("unk="):] or None
+        unk = fields[1][len("unk=") :] or None
         if lines[-1] == "":
             lines.pop()
         words, counts = [], []

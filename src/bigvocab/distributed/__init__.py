@@ -16,6 +16,7 @@ The output layers' sharded forms -- the sharded linear softmax, the ``VocabParal
 live beside the layers they split, in :mod:`bigvocab.outputs.parallel`; nothing here knows an
 output layer.
 """
+
 from bigvocab.distributed.checkpoint import gather_state_dict, shard_state_dict
 from bigvocab.distributed.data_parallel import average_gradients, broadcast_module, shard_batches
 from bigvocab.distributed.groups import VocabShard, vocab_shard

@@ -11,9 +11,11 @@ this rank's part, so a run can resume vocabulary-parallel from it with any numbe
 :func:`gather_optimizer_state` and :func:`shard_optimizer_state` do the same for the per-row state
 of an optimiser (momentum, Adam's moments, Adagrad's sums).
 """
+
 from __future__ import annotations
 
-from typing import Any, Iterator, Optional
+from collections.abc import Iterator
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -25,11 +27,7 @@ EXTRA_STATE = "_extra_state"
 
 def _sharded_modules(module: nn.Module) -> list[tuple[str, RowSharded]]:
     """(state-dict prefix, module) of every module holding row-split parameters inside ``module``."""
-    return [
-        (f"{name}." if name else "", sub)
-        for name, sub in module.named_modules()
-        if isinstance(sub, RowSharded)
-    ]
+    return [(f"{name}." if name else "", sub) for name, sub in module.named_modules() if isinstance(sub, RowSharded)]
 
 
 def _layouts(module: nn.Module) -> Iterator[tuple[str, RowLayout]]:
@@ -39,7 +37,7 @@ def _layouts(module: nn.Module) -> Iterator[tuple[str, RowLayout]]:
             yield prefix + name, layout
 
 
-def gather_state_dict(module: nn.Module, *, dst: Optional[int] = 0) -> Optional[dict[str, Tensor]]:
+def gather_state_dict(module: nn.Module, *, dst: int | None = 0) -> dict[str, Tensor] | None:
     """The one-process state dict of ``module``, on rank ``dst`` of each layer's group (None on the
     other ranks), or on every rank with ``dst=None``. Every rank must call it (it communicates)."""
     state = module.state_dict()
@@ -76,8 +74,8 @@ def _optimizer_rows(optimizer: torch.optim.Optimizer, module: nn.Module) -> Iter
 
 
 def gather_optimizer_state(
-    optimizer: torch.optim.Optimizer, module: nn.Module, *, dst: Optional[int] = 0
-) -> Optional[dict[str, Any]]:
+    optimizer: torch.optim.Optimizer, module: nn.Module, *, dst: int | None = 0
+) -> dict[str, Any] | None:
     """The one-process state dict of ``optimizer`` stepping ``module``'s parameters: the per-row
     state of the split parameters (momentum, Adam's moments, Adagrad's sums) gathered like the
     rows themselves; on rank ``dst`` only (None elsewhere), or everywhere with ``dst=None``."""

@@ -16,9 +16,11 @@ With the loss a mean over equal local batches, the average is the gradient of th
 global batch: P ranks with N rows each step as one process with P N rows. Seeding every rank alike
 makes the shared draws of sampling layers equal too, so that equality holds for them exactly.
 """
+
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, TypeVar
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeVar
 
 import torch
 import torch.distributed as dist
@@ -72,10 +74,14 @@ def _average_sparse(grad: Tensor, group: Any, world_size: int) -> Tensor:
         values = torch.cat([values, values.new_zeros(pad, *values.shape[1:])], dim=0)
     all_indices = all_gather_cat(indices, group, dim=1)
     all_values = all_gather_cat(values, group, dim=0)
-    keep = torch.cat([torch.arange(rank * padded, rank * padded + n, device=values.device) for rank, n in enumerate(counts)])
+    keep = torch.cat(
+        [torch.arange(rank * padded, rank * padded + n, device=values.device) for rank, n in enumerate(counts)]
+    )
     # The indices come from the ranks' coalesced gradients of this shape, so they are in range.
     return torch.sparse_coo_tensor(
-        all_indices.index_select(1, keep), all_values.index_select(0, keep) / world_size, grad.shape,
+        all_indices.index_select(1, keep),
+        all_values.index_select(0, keep) / world_size,
+        grad.shape,
         check_invariants=False,
     ).coalesce()
 

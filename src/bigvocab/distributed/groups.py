@@ -20,10 +20,11 @@ move between the two (the scheme of Megatron-LM's tensor-parallel "regions", Sho
 
 and :func:`gather_shards` concatenates per-rank blocks along the class dimension.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -100,8 +101,8 @@ def all_gather_cat(tensor: Tensor, group: Any, dim: int) -> Tensor:
 
 
 def gather_blocks(
-    tensor: Tensor, sizes: list[int], group: Any, rank: int, dim: int, *, dst: Optional[int] = None
-) -> Optional[list[Tensor]]:
+    tensor: Tensor, sizes: list[int], group: Any, rank: int, dim: int, *, dst: int | None = None
+) -> list[Tensor] | None:
     """Every rank's block, rank r's of size ``sizes[r]`` along ``dim``: on every rank, or with
     ``dst`` (a rank of ``group``) on that rank only (None elsewhere), so only one rank ever holds
     them all. Blocks are padded to the largest because collectives need equal shapes."""
@@ -112,7 +113,7 @@ def gather_blocks(
         pad_shape[dim] = padded_size - tensor.shape[dim]
         tensor = torch.cat([tensor, tensor.new_zeros(pad_shape)], dim=dim)
     if dst is None:
-        parts: Optional[list[Tensor]] = [torch.empty_like(tensor) for _ in sizes]
+        parts: list[Tensor] | None = [torch.empty_like(tensor) for _ in sizes]
         dist.all_gather(parts, tensor, group=group)
     else:
         parts = [torch.empty_like(tensor) for _ in sizes] if rank == dst else None
@@ -122,7 +123,7 @@ def gather_blocks(
     return [part.narrow(dim, 0, size) for part, size in zip(parts, sizes)]
 
 
-def gather_uneven(tensor: Tensor, shard: VocabShard, dim: int, *, dst: Optional[int] = None) -> Optional[Tensor]:
+def gather_uneven(tensor: Tensor, shard: VocabShard, dim: int, *, dst: int | None = None) -> Tensor | None:
     """Per-rank blocks whose size along ``dim`` is the rank's class count, concatenated in rank
     order into the full vocabulary along ``dim`` (see :func:`gather_blocks` for ``dst``)."""
     blocks = gather_blocks(tensor, shard.partition.sizes, shard.group, shard.rank, dim, dst=dst)

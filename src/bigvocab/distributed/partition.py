@@ -12,6 +12,7 @@ candidates a rank owns, is O(k H) per step and negligible beside the rest.
 Contiguous ranges keep a class's owner a comparison (``start <= id < stop``) and let each rank
 stream its own rows in chunks exactly as the one-process layer streams all of them.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ class VocabPartition:
             )
 
     @classmethod
-    def even(cls, num_classes: int, world_size: int) -> "VocabPartition":
+    def even(cls, num_classes: int, world_size: int) -> VocabPartition:
         """P ranges of V // P or V // P + 1 rows (the first V % P ranks take the extra row), so V
         need not be divisible by P."""
         check_positive_int("num_classes", num_classes)

@@ -8,10 +8,11 @@ rows of the one-process parameter each rank holds, in its local order, so one pi
 gathers a shard into the one-process tensor and cuts it back (checkpoints, optimiser state) for
 every layer: each layer declares its layouts (:meth:`RowSharded.sharded_rows`) and nothing else.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -43,7 +44,7 @@ class RowLayout:
     total: int
 
     @classmethod
-    def contiguous(cls, shard: VocabShard) -> "RowLayout":
+    def contiguous(cls, shard: VocabShard) -> RowLayout:
         """The rows ``[start, stop)`` of each rank of ``shard``'s partition."""
         bounds = shard.partition.boundaries
         rows = tuple(torch.arange(a, b) for a, b in zip(bounds, bounds[1:]))
@@ -53,7 +54,7 @@ class RowLayout:
     def local_size(self) -> int:
         return self.rows[self.rank].numel()
 
-    def gather(self, local: Tensor, *, dst: Optional[int]) -> Optional[Tensor]:
+    def gather(self, local: Tensor, *, dst: int | None) -> Tensor | None:
         """The one-process tensor from every rank's ``local`` rows: on rank ``dst`` of the group
         (None elsewhere), or on every rank with ``dst=None``. Every rank must call it."""
         blocks = gather_blocks(local, [r.numel() for r in self.rows], self.group, self.rank, dim=0, dst=dst)

@@ -17,11 +17,13 @@ In both, every rank is seeded alike, rank 0 alone writes files (checkpoints, met
 and checkpoints hold the one-process state (model and optimiser), so ``bigvocab eval`` reads them
 in one ordinary process and a run can resume under any number of ranks.
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Optional, TypeVar
+from typing import Any, TypeVar
 
 import torch
 import torch.distributed as dist
@@ -47,7 +49,7 @@ class DistributedTraining:
     vocab_parallel: bool = False
 
     @classmethod
-    def from_environment(cls, *, vocab_parallel: bool, device: torch.device) -> Optional["DistributedTraining"]:
+    def from_environment(cls, *, vocab_parallel: bool, device: torch.device) -> DistributedTraining | None:
         """Join the run that ``torchrun`` describes in the environment (NCCL on CUDA, gloo on CPU);
         None in an ordinary process, where ``vocab_parallel`` is refused."""
         if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
@@ -130,13 +132,13 @@ class DistributedTraining:
         self.barrier()
         dist.destroy_process_group()
 
-    def model_state(self, model: nn.Module) -> Optional[dict[str, Any]]:
+    def model_state(self, model: nn.Module) -> dict[str, Any] | None:
         """The one-process state dict, on the writing rank (None elsewhere); every rank calls it."""
         if self.vocab_parallel:
             return gather_state_dict(model, dst=0)
         return model.state_dict() if self.writes else None
 
-    def optimizer_state(self, optimizer: torch.optim.Optimizer, model: nn.Module) -> Optional[dict[str, Any]]:
+    def optimizer_state(self, optimizer: torch.optim.Optimizer, model: nn.Module) -> dict[str, Any] | None:
         if self.vocab_parallel:
             return gather_optimizer_state(optimizer, model, dst=0)
         return optimizer.state_dict() if self.writes else None

@@ -1,4 +1,5 @@
 """Exact perplexity, word vectors (word2vec format, nearest neighbours), analogies, similarity."""
+
 from bigvocab.evaluate.analogy import AnalogyResult, SectionResult, evaluate_analogies, read_analogies
 from bigvocab.evaluate.normaliser import NormaliserStats, check_has_normaliser, log_normaliser_stats
 from bigvocab.evaluate.perplexity import perplexity, perplexity_from, total_log_prob
@@ -15,8 +16,8 @@ __all__ = [
     "evaluate_analogies",
     "evaluate_similarity",
     "load_word2vec_format",
-    "log_normaliser_stats",
     "load_word_vectors",
+    "log_normaliser_stats",
     "perplexity",
     "perplexity_from",
     "read_analogies",

@@ -9,12 +9,12 @@ wrong. Matching is case-insensitive. The questions file is the ``questions-words
 All questions are scored with matrix products, a block of questions at a time, so the 19,544
 Google questions take seconds.
 """
+
 from __future__ import annotations
 
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Optional, Union
 
 import torch
 
@@ -49,7 +49,7 @@ class SectionResult:
 class AnalogyResult:
     sections: list[SectionResult] = field(default_factory=list)
 
-    def _sum(self, attribute: str, sections: Optional[list[SectionResult]] = None) -> int:
+    def _sum(self, attribute: str, sections: list[SectionResult] | None = None) -> int:
         return sum(getattr(s, attribute) for s in (self.sections if sections is None else sections))
 
     @property
@@ -84,14 +84,20 @@ class AnalogyResult:
 
     def to_dict(self) -> dict:
         return {
-            "accuracy": self.accuracy, "correct": self.correct, "total": self.total, "skipped": self.skipped,
-            "semantic_accuracy": self.semantic_accuracy, "syntactic_accuracy": self.syntactic_accuracy,
-            "sections": [{"name": s.name, "accuracy": s.accuracy, "correct": s.correct, "total": s.total,
-                          "skipped": s.skipped} for s in self.sections],
+            "accuracy": self.accuracy,
+            "correct": self.correct,
+            "total": self.total,
+            "skipped": self.skipped,
+            "semantic_accuracy": self.semantic_accuracy,
+            "syntactic_accuracy": self.syntactic_accuracy,
+            "sections": [
+                {"name": s.name, "accuracy": s.accuracy, "correct": s.correct, "total": s.total, "skipped": s.skipped}
+                for s in self.sections
+            ],
         }
 
 
-def read_analogies(path: Union[str, os.PathLike]) -> list[tuple[str, list[Question]]]:
+def read_analogies(path: str | os.PathLike) -> list[tuple[str, list[Question]]]:
     """``[(section, [(a, b, c, d), ...]), ...]`` from a questions-words file, words lowercased."""
     sections: list[tuple[str, list[Question]]] = []
     for number, line in numbered_lines(path, "analogy file"):
@@ -113,8 +119,8 @@ def read_analogies(path: Union[str, os.PathLike]) -> list[tuple[str, list[Questi
 
 def evaluate_analogies(
     vectors: WordVectors,
-    questions: Union[str, os.PathLike, list[tuple[str, list[Question]]]],
-    restrict_vocab: Optional[int] = 30000,
+    questions: str | os.PathLike | list[tuple[str, list[Question]]],
+    restrict_vocab: int | None = 30000,
 ) -> AnalogyResult:
     """3CosAdd accuracy per section and in total.
 
@@ -125,7 +131,11 @@ def evaluate_analogies(
             frequent words (None: all).
     """
     sections = read_analogies(questions) if isinstance(questions, (str, os.PathLike)) else questions
-    limit = len(vectors) if restrict_vocab is None else min(check_positive_int("restrict_vocab", restrict_vocab), len(vectors))
+    limit = (
+        len(vectors)
+        if restrict_vocab is None
+        else min(check_positive_int("restrict_vocab", restrict_vocab), len(vectors))
+    )
     table = vectors.lowercase_index(limit)
     # row -> the row that stands for its lowercased spelling, so "Paris" and "paris" are one word
     canonical = torch.tensor([table[word.lower()] for word in vectors.words[:limit]], dtype=torch.long)

@@ -7,6 +7,7 @@ near 0 in every context; then the unnormalised score s_w(h) can stand in for log
 decoding time. What matters is not only the mean of log Z over real contexts but its spread: a
 constant offset would cancel in a ranking, a varying one does not.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,8 +36,9 @@ def check_has_normaliser(model) -> None:
     if not model.has_distribution:
         raise ConfigError(f"model {type(model).__name__} has no normalised distribution, so no normaliser Z")
     if not hasattr(model.output, "log_normaliser"):
-        raise ConfigError(f"{type(model.output).__name__} has no single normaliser Z (only the linear-softmax "
-                          "layers have one)")
+        raise ConfigError(
+            f"{type(model.output).__name__} has no single normaliser Z (only the linear-softmax layers have one)"
+        )
 
 
 def log_normaliser_stats(model, ids: Tensor, batch_size: int = 512, *, progress: bool = False) -> NormaliserStats:

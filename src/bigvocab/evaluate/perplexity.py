@@ -4,9 +4,11 @@ Every target is scored once, in order, through ``model.log_prob``, which each ou
 exactly (normalised over the whole vocabulary even when the layer trains on a sampled estimate),
 so perplexities of all methods are comparable.
 """
+
 from __future__ import annotations
 
 import math
+
 import torch
 from torch import Tensor
 from tqdm.auto import tqdm
@@ -17,8 +19,9 @@ from bigvocab.validation import check_positive_int
 
 def batch_to(batch: dict, device: torch.device) -> dict:
     """The batch with its tensors on ``device`` (other values untouched)."""
-    return {key: value.to(device, non_blocking=True) if isinstance(value, Tensor) else value
-            for key, value in batch.items()}
+    return {
+        key: value.to(device, non_blocking=True) if isinstance(value, Tensor) else value for key, value in batch.items()
+    }
 
 
 def model_device(model: torch.nn.Module) -> torch.device:

@@ -4,12 +4,13 @@ Data sets such as WordSim-353 (Finkelstein et al. 2002) and SimLex-999 (Hill et 
 word pairs with a human score, one pair a line: ``w1<TAB>w2<TAB>score`` (``#`` starts a comment).
 Pairs with a word outside the vocabulary are skipped and counted. Matching is case-insensitive.
 """
+
 from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence, Union
 
 import numpy as np
 
@@ -56,7 +57,7 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float:
     return float(rx @ ry) / denominator if denominator > 0 else math.nan
 
 
-def read_word_pairs(path: Union[str, os.PathLike]) -> list[Pair]:
+def read_word_pairs(path: str | os.PathLike) -> list[Pair]:
     """``[(w1, w2, score), ...]`` from a tab-separated file (whitespace accepted), lowercased.
 
     ``#`` lines and blank lines are skipped, and so is a first line whose score is not a number
@@ -83,8 +84,8 @@ def read_word_pairs(path: Union[str, os.PathLike]) -> list[Pair]:
 
 def evaluate_similarity(
     vectors: WordVectors,
-    pairs: Union[str, os.PathLike, list[Pair]],
-    restrict_vocab: Optional[int] = None,
+    pairs: str | os.PathLike | list[Pair],
+    restrict_vocab: int | None = None,
 ) -> SimilarityResult:
     """Spearman correlation of cos(w1, w2) with the human scores, over the pairs in vocabulary."""
     pairs = read_word_pairs(pairs) if isinstance(pairs, (str, os.PathLike)) else pairs

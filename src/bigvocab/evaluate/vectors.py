@@ -9,11 +9,12 @@ The word2vec formats (Mikolov et al. 2013, ``word2vec.c``):
 Rows are kept in the order given (for a bigvocab vocabulary, descending frequency), which is
 what ``restrict_vocab`` relies on: the first N rows are the N most frequent words.
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -22,7 +23,7 @@ from torch import Tensor
 from bigvocab.errors import DataError
 from bigvocab.validation import check_positive_int
 
-PathLike = Union[str, os.PathLike]
+PathLike = str | os.PathLike
 
 
 class WordVectors:
@@ -33,7 +34,7 @@ class WordVectors:
         vectors: (V, D) float tensor or array.
     """
 
-    def __init__(self, words: Sequence[str], vectors: Union[Tensor, np.ndarray]) -> None:
+    def __init__(self, words: Sequence[str], vectors: Tensor | np.ndarray) -> None:
         vectors = torch.as_tensor(vectors).detach().to("cpu", torch.float32)
         words = list(words)
         if vectors.dim() != 2 or vectors.shape[0] != len(words):
@@ -46,7 +47,7 @@ class WordVectors:
                 raise DataError(f"word {word!r} at row {i} is empty or holds whitespace, which the format cannot store")
             if self._ids.setdefault(word, i) != i:
                 raise DataError(f"word {word!r} appears twice (rows {self._ids[word]} and {i})")
-        self._unit: Optional[Tensor] = None
+        self._unit: Tensor | None = None
 
     def __len__(self) -> int:
         return len(self.words)
@@ -75,23 +76,31 @@ class WordVectors:
             self._unit = self.vectors / norms.clamp_min(torch.finfo(torch.float32).tiny)
         return self._unit
 
-    def lowercase_index(self, restrict_vocab: Optional[int] = None) -> dict[str, int]:
+    def lowercase_index(self, restrict_vocab: int | None = None) -> dict[str, int]:
         """lowercased word -> row among the first ``restrict_vocab`` rows. When several spellings
         fold to one (``Paris``, ``paris``), the first row -- the most frequent -- wins, as in the
         case-insensitive evaluation of gensim and word2vec's ``compute-accuracy``."""
-        limit = len(self) if restrict_vocab is None else min(check_positive_int("restrict_vocab", restrict_vocab), len(self))
+        limit = (
+            len(self)
+            if restrict_vocab is None
+            else min(check_positive_int("restrict_vocab", restrict_vocab), len(self))
+        )
         table: dict[str, int] = {}
         for i in range(limit):
             table.setdefault(self.words[i].lower(), i)
         return table
 
     def most_similar(
-        self, query: Union[str, Tensor], topn: int = 10, restrict_vocab: Optional[int] = None
+        self, query: str | Tensor, topn: int = 10, restrict_vocab: int | None = None
     ) -> list[tuple[str, float]]:
         """The ``topn`` words closest to ``query`` (a word or a (D,) vector) by cosine similarity,
         best first, among the first ``restrict_vocab`` rows. A query word is not its own answer."""
         check_positive_int("topn", topn)
-        limit = len(self) if restrict_vocab is None else min(check_positive_int("restrict_vocab", restrict_vocab), len(self))
+        limit = (
+            len(self)
+            if restrict_vocab is None
+            else min(check_positive_int("restrict_vocab", restrict_vocab), len(self))
+        )
         exclude = None
         if isinstance(query, str):
             exclude = self.index(query)
@@ -122,7 +131,7 @@ class WordVectors:
 
     # ------------------------------------------------------------------ word2vec format
     @classmethod
-    def load_word2vec_format(cls, path: PathLike, binary: bool = False) -> "WordVectors":
+    def load_word2vec_format(cls, path: PathLike, binary: bool = False) -> WordVectors:
         """See :func:`load_word2vec_format`."""
         return load_word2vec_format(path, binary)
 
@@ -133,7 +142,7 @@ class WordVectors:
 
         rows = self.vectors.numpy()
         with atomic_output(path) as handle:
-            handle.write(f"{len(self)} {self.dim}\n".encode("utf-8"))
+            handle.write(f"{len(self)} {self.dim}\n".encode())
             little_endian = rows.astype("<f4")
             for word, row, raw in zip(self.words, rows, little_endian):
                 if binary:
@@ -176,7 +185,9 @@ def _read_header(line: bytes, path: Path) -> tuple[int, int]:
     try:
         count, dim = (int(x) for x in fields)
     except ValueError:
-        raise DataError(f"{str(path)!r}: the first line must be 'V D' (vocabulary size, dimension), got {line[:80]!r}") from None
+        raise DataError(
+            f"{str(path)!r}: the first line must be 'V D' (vocabulary size, dimension), got {line[:80]!r}"
+        ) from None
     if count < 0 or dim < 1:
         raise DataError(f"{str(path)!r}: bad header {count} {dim}")
     return count, dim
@@ -190,8 +201,10 @@ def _decode(raw: bytes, path: Path, row: int) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise DataError(f"{str(path)!r}: word {row + 1} is not valid UTF-8: {raw[:40]!r} (a binary word2vec "
-                        "file is read as binary only when its name ends in .bin)") from None
+        raise DataError(
+            f"{str(path)!r}: word {row + 1} is not valid UTF-8: {raw[:40]!r} (a binary word2vec "
+            "file is read as binary only when its name ends in .bin)"
+        ) from None
 
 
 def _read_text_rows(handle, count: int, dim: int, path: Path) -> tuple[list[str], np.ndarray]:
@@ -225,8 +238,10 @@ def _read_binary_rows(handle, count: int, dim: int, path: Path) -> tuple[list[st
         words.append(_decode(data[position:space], path, row))
         raw = data[space + 1 : space + 1 + width]
         if row == 0 and set(raw) <= _TEXT_NUMBER_BYTES:
-            raise DataError(f"{str(path)!r} holds text vectors, but a name ending in .bin means the binary word2vec "
-                            "format; rename it (e.g. .txt) to read it as text")
+            raise DataError(
+                f"{str(path)!r} holds text vectors, but a name ending in .bin means the binary word2vec "
+                "format; rename it (e.g. .txt) to read it as text"
+            )
         if len(raw) != width:
             raise DataError(f"{str(path)!r}: the vector of word {row + 1} is truncated")
         vectors[row] = np.frombuffer(raw, dtype="<f4")

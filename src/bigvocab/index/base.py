@@ -10,10 +10,11 @@ they change (:class:`StaleIndexError`), and is rebuilt on request from its :attr
 It is not written into checkpoints: building is minutes at most at V = 1M, and the spec is enough
 to rebuild it on load (``layer.build_index(**index.spec)``).
 """
+
 from __future__ import annotations
 
 import time
-from typing import Any, Optional
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -28,7 +29,7 @@ class StaleIndexError(BigvocabError, RuntimeError):
     """The weights changed since the index was built."""
 
 
-def tensor_versions(*tensors: Optional[Tensor]) -> tuple:
+def tensor_versions(*tensors: Tensor | None) -> tuple:
     """What identifies the current contents of ``tensors``: storage, in-place version, shape.
 
     Every in-place update (an optimiser step, ``load_state_dict``, ``.copy_``) bumps ``_version``;
@@ -59,7 +60,7 @@ class ApproxIndex:
     beta: float = 1.0
 
     # ------------------------------------------------------------------ public
-    def tune(self, **search_options: Any) -> "ApproxIndex":
+    def tune(self, **search_options: Any) -> ApproxIndex:
         """Set search-time options (e.g. ``nprobe``) without rebuilding; returns self."""
         for name, value in search_options.items():
             if name not in self.SEARCH_OPTIONS:
@@ -78,17 +79,17 @@ class ApproxIndex:
         """``kind`` and every option: ``build_index(weight, bias, **spec)`` builds it again."""
         return {"kind": self.kind, **self.build_options, **self.search_options()}
 
-    def is_stale(self, weight: Tensor, bias: Optional[Tensor]) -> bool:
+    def is_stale(self, weight: Tensor, bias: Tensor | None) -> bool:
         return tensor_versions(weight, bias) != self.versions
 
-    def check_fresh(self, weight: Tensor, bias: Optional[Tensor]) -> None:
+    def check_fresh(self, weight: Tensor, bias: Tensor | None) -> None:
         if self.is_stale(weight, bias):
             raise StaleIndexError(
                 f"the {self.kind!r} index was built from weights that have changed since; "
                 f"rebuild it with layer.build_index(**index.spec)"
             )
 
-    def topk(self, hidden: Tensor, weight: Tensor, bias: Optional[Tensor], k: int) -> tuple[Tensor, Tensor]:
+    def topk(self, hidden: Tensor, weight: Tensor, bias: Tensor | None, k: int) -> tuple[Tensor, Tensor]:
         """hidden (N, H) -> (exact logits (N, k), ids (N, k)), best first, in hidden's dtype.
 
         The candidates are scored exactly (O(N·C·H) for C candidates a query); a query given
@@ -99,12 +100,16 @@ class ApproxIndex:
             rows, ids = self._candidates(lift_queries(hidden, self.beta), k)
             # Pairs in blocks, so that the gathered (pairs, H) rows stay memory-bounded.
             block = max(1, (1 << 22) // hidden.shape[1])
-            scores = torch.cat(
-                [
-                    (hidden[r] * weight[i].to(hidden.dtype)).sum(1)
-                    for r, i in zip(rows.split(block), ids.split(block))
-                ]
-            ) if rows.numel() else hidden.new_empty(0)
+            scores = (
+                torch.cat(
+                    [
+                        (hidden[r] * weight[i].to(hidden.dtype)).sum(1)
+                        for r, i in zip(rows.split(block), ids.split(block))
+                    ]
+                )
+                if rows.numel()
+                else hidden.new_empty(0)
+            )
             if bias is not None:
                 scores = scores + bias[ids].to(hidden.dtype)
             values, best_ids, counts = ragged_topk(rows, ids, scores, hidden.shape[0], k)
@@ -137,7 +142,7 @@ class ApproxIndex:
         setattr(self, name, value)
 
 
-def build_index(weight: Tensor, bias: Optional[Tensor] = None, *, kind: str, **options: Any) -> ApproxIndex:
+def build_index(weight: Tensor, bias: Tensor | None = None, *, kind: str, **options: Any) -> ApproxIndex:
     """An index of kind ``kind`` (see :func:`list_index_kinds`) over weight (V, H), bias (V,).
 
     Options are the kind's build and search options; unknown ones get a ConfigError naming the

@@ -6,6 +6,7 @@ greedily from the top layer down, keeping a beam of ``ef_search`` rows on the la
 grows with M·ef_search·log V rather than V. Building inserts every row (the slow part:
 ``ef_construction`` sets its beam). Needs ``faiss-cpu`` (``pip install 'bigvocab[ann]'``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,11 +22,11 @@ from bigvocab.validation import check_positive_int
 @INDEXES.register("faiss-hnsw")
 class FaissHNSW(NeighbourIndex):
     """Args:
-        rows: (V, D) lifted rows.
-        M: links per row and layer.
-        ef_construction: beam while inserting.
-        ef_search: beam while searching (search option; raised to ``candidates`` if smaller).
-        candidates: neighbours returned per query before rescoring (search option).
+    rows: (V, D) lifted rows.
+    M: links per row and layer.
+    ef_construction: beam while inserting.
+    ef_search: beam while searching (search option; raised to ``candidates`` if smaller).
+    candidates: neighbours returned per query before rescoring (search option).
     """
 
     SEARCH_OPTIONS = ("ef_search", "candidates")
@@ -34,7 +35,10 @@ class FaissHNSW(NeighbourIndex):
         self, rows: Tensor, *, M: int = 16, ef_construction: int = 40, ef_search: int = 32, candidates: int = 10
     ) -> None:
         faiss = require("faiss", "faiss-hnsw")
-        self.build_options = {"M": check_positive_int("M", M), "ef_construction": check_positive_int("ef_construction", ef_construction)}
+        self.build_options = {
+            "M": check_positive_int("M", M),
+            "ef_construction": check_positive_int("ef_construction", ef_construction),
+        }
         faiss.omp_set_num_threads(torch.get_num_threads())
         self.index = faiss.IndexHNSWFlat(rows.shape[1], M, faiss.METRIC_L2)
         self.index.hnsw.efConstruction = ef_construction

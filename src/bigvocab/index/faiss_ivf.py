@@ -6,10 +6,10 @@ nprobe·V/nlist rows instead of V, which pays when trained weights cluster (word
 point one way); on structureless Gaussian weights the nearest rows scatter over many cells and
 recall falls. Needs ``faiss-cpu`` (``pip install 'bigvocab[ann]'``).
 """
+
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 import numpy as np
 import torch
@@ -24,15 +24,15 @@ from bigvocab.validation import check_positive_int
 @INDEXES.register("faiss-ivf")
 class FaissIVF(NeighbourIndex):
     """Args:
-        rows: (V, D) lifted rows.
-        nlist: number of cells (default 4·sqrt(V), faiss's rule of thumb).
-        train_size: rows sampled to train k-means (default 40 per cell, the fewest faiss accepts
-            without a warning).
-        kmeans_iterations: Lloyd iterations (faiss's default is 25; cells need not be optimal,
-            only coherent, and this is most of the build time).
-        nprobe: cells scanned per query (search option).
-        candidates: neighbours returned per query before rescoring (search option).
-        seed: of the k-means sample and initialisation.
+    rows: (V, D) lifted rows.
+    nlist: number of cells (default 4·sqrt(V), faiss's rule of thumb).
+    train_size: rows sampled to train k-means (default 40 per cell, the fewest faiss accepts
+        without a warning).
+    kmeans_iterations: Lloyd iterations (faiss's default is 25; cells need not be optimal,
+        only coherent, and this is most of the build time).
+    nprobe: cells scanned per query (search option).
+    candidates: neighbours returned per query before rescoring (search option).
+    seed: of the k-means sample and initialisation.
     """
 
     SEARCH_OPTIONS = ("nprobe", "candidates")
@@ -41,8 +41,8 @@ class FaissIVF(NeighbourIndex):
         self,
         rows: Tensor,
         *,
-        nlist: Optional[int] = None,
-        train_size: Optional[int] = None,
+        nlist: int | None = None,
+        train_size: int | None = None,
         kmeans_iterations: int = 10,
         nprobe: int = 8,
         candidates: int = 10,
@@ -51,7 +51,9 @@ class FaissIVF(NeighbourIndex):
         faiss = require("faiss", "faiss-ivf")
         num_rows, dim = rows.shape
         nlist = check_positive_int("nlist", nlist if nlist is not None else max(1, int(4 * math.sqrt(num_rows))))
-        train_size = min(num_rows, check_positive_int("train_size", train_size if train_size is not None else 40 * nlist))
+        train_size = min(
+            num_rows, check_positive_int("train_size", train_size if train_size is not None else 40 * nlist)
+        )
         self.build_options = {
             "nlist": nlist,
             "train_size": train_size,

@@ -4,6 +4,7 @@ The same algorithm as ``faiss-hnsw`` (see :mod:`bigvocab.index.faiss_hnsw`), fro
 whose insertion is usually the faster of the two. Needs ``hnswlib``
 (``pip install 'bigvocab[ann]'``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,12 +20,12 @@ from bigvocab.validation import check_positive_int
 @INDEXES.register("hnswlib")
 class HnswlibHNSW(NeighbourIndex):
     """Args:
-        rows: (V, D) lifted rows.
-        M: links per row and layer.
-        ef_construction: beam while inserting.
-        ef_search: beam while searching (search option; raised to ``candidates`` if smaller).
-        candidates: neighbours returned per query before rescoring (search option).
-        seed: of the random layer assignment.
+    rows: (V, D) lifted rows.
+    M: links per row and layer.
+    ef_construction: beam while inserting.
+    ef_search: beam while searching (search option; raised to ``candidates`` if smaller).
+    candidates: neighbours returned per query before rescoring (search option).
+    seed: of the random layer assignment.
     """
 
     SEARCH_OPTIONS = ("ef_search", "candidates")

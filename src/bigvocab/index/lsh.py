@@ -10,6 +10,7 @@ of meeting it at least once. A query collects the rows of its own bucket in ever
 projections nearest zero; multi-probe LSH, Lv et al. 2007), then the candidates are rescored
 exactly. More bits: fewer, better candidates; more tables or probes: higher recall, more work.
 """
+
 from __future__ import annotations
 
 import torch

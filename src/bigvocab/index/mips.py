@@ -18,15 +18,14 @@ leaves every score unchanged. Trained biases follow log-frequency and can outwei
 graph neighbourhoods would group words by frequency rather than by direction (at V = 50k on the
 bench's clustered weights, faiss IVF's recall@10 at nprobe = 8 goes from 0.43 to 0.83).
 """
-from __future__ import annotations
 
-from typing import Optional
+from __future__ import annotations
 
 import torch
 from torch import Tensor
 
 
-def lift_rows(weight: Tensor, bias: Optional[Tensor]) -> tuple[Tensor, float]:
+def lift_rows(weight: Tensor, bias: Tensor | None) -> tuple[Tensor, float]:
     """weight (V, H), bias (V,) or None -> (V, H + 2) float32 rows of equal norm, and beta."""
     rows = weight.detach().float()
     column = bias.detach().float() if bias is not None else rows.new_zeros(rows.shape[0])

@@ -5,6 +5,7 @@ turned into (query, id) pairs here once for every such kind. ``candidates`` is C
 neighbours asked for per query (never fewer than the k requested): asking for more than k lets
 the exact rescoring repair the order of near-ties, at the price of C·H more work a query.
 """
+
 from __future__ import annotations
 
 import numpy as np

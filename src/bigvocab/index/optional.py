@@ -1,4 +1,5 @@
 """Import of the optional approximate-search libraries, with the install hint when missing."""
+
 from __future__ import annotations
 
 import importlib

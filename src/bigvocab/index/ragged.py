@@ -1,4 +1,5 @@
 """Top-k within groups of a ragged list of scored (group, id) pairs."""
+
 from __future__ import annotations
 
 import torch

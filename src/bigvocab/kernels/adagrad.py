@@ -11,8 +11,9 @@ each allocating a (rows, H) tensor. :func:`adagrad_rows` reads and writes each t
 the weight and of the sum once: at V = 100k, H = 128 and 2,000 touched rows 0.26 ms against
 torch's 0.66-0.67 ms, at V = 1M, H = 256 and 12,400 rows 2.4 ms against 14.0-22.0 ms; whole
 training steps of the bench's quality runs (V = 100k) 1.1-1.3x faster with ``nce``, ``neg`` and
-``hsm``, 1.0-1.14x with ``sampled`` (``results/sparse-adagrad``).
+``hsm``, 1.0-1.14x with ``sampled`` (``docs/design/coalesced-sparse-gradients.md``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -66,6 +67,12 @@ def adagrad_rows(param: Tensor, sums: Tensor, rows: Tensor, values: Tensor, rate
     num_rows = param.shape[0]
     weight = param.detach().numpy().reshape(num_rows, -1)
     scalar = weight.dtype.type
-    arrays = (weight, sums.numpy().reshape(num_rows, -1), rows.contiguous().numpy(),
-              values.contiguous().numpy().reshape(rows.shape[0], -1), scalar(rate), scalar(eps))
+    arrays = (
+        weight,
+        sums.numpy().reshape(num_rows, -1),
+        rows.contiguous().numpy(),
+        values.contiguous().numpy().reshape(rows.shape[0], -1),
+        scalar(rate),
+        scalar(eps),
+    )
     run_in_ranges(_adagrad_rows, arrays, rows.shape[0], torch.get_num_threads(), work_per_item=weight.shape[1])

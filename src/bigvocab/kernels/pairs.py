@@ -17,6 +17,7 @@ kernels release the GIL and take ranges of table rows (scores, gradient of the r
 examples (gradient of h) on plain Python threads, so no two threads write the same element; the
 ranges hold equal numbers of pairs (:func:`~bigvocab.kernels.threads.run_in_ranges`).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,8 +33,8 @@ from bigvocab.kernels.threads import run_in_ranges
 def _dot(a: np.ndarray, b: np.ndarray) -> float:
     """a . b, summed in the rows' own dtype from a zero of that dtype: a float64 literal as the
     start made numba sum float32 rows in float64, half the vector width (the scoring kernel 1.6x
-    slower at H = 256, results/pair-dot-dtype); starting from ``a[0] * b[0]`` left 255 of 256
-    terms, so the vectorised loop ended in a serial tail of 63 (results/pair-dot-tail)."""
+    slower at H = 256, ``docs/design/pair-kernel.md``); starting from ``a[0] * b[0]`` left 255 of 256
+    terms, so the vectorised loop ended in a serial tail of 63 (``docs/design/pair-kernel.md``)."""
     total = a.dtype.type(0)
     for d in range(a.shape[0]):
         total += a[d] * b[d]
@@ -156,15 +157,23 @@ class _PairDots(torch.autograd.Function):
             by_example = _group(example, hidden.shape[0])
             arrays = (grad, table.numpy(), row, *by_example, hidden_grad.numpy())
             run_in_ranges(
-                _hidden_grad, arrays, hidden.shape[0], torch.get_num_threads(),
-                work=by_example[0], work_per_item=table.shape[1],
+                _hidden_grad,
+                arrays,
+                hidden.shape[0],
+                torch.get_num_threads(),
+                work=by_example[0],
+                work_per_item=table.shape[1],
             )
         if ctx.needs_input_grad[1]:
             table_grad = torch.empty_like(table)
             arrays = (grad, hidden.numpy(), *by_row, example, table_grad.numpy())
             run_in_ranges(
-                _table_grad, arrays, table.shape[0], torch.get_num_threads(),
-                work=by_row[0], work_per_item=table.shape[1],
+                _table_grad,
+                arrays,
+                table.shape[0],
+                torch.get_num_threads(),
+                work=by_row[0],
+                work_per_item=table.shape[1],
             )
         return hidden_grad, table_grad, None, None
 

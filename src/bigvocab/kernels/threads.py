@@ -8,28 +8,29 @@ The ranges hold equal *work*, not equal numbers of rows: a sampling layer's dist
 put the frequent words (hundreds of pairs each) first and the rare ones (one pair) last, and a
 tree's sorted nodes put the root (one pair per example) first, so equal row counts gave one thread
 most of the pairs. The caller's thread runs the first range and a persistent pool the others:
-starting two fresh threads and joining them cost about 450 us a call on the 2-core machine, a pool
-thread beside the caller 72-160 us for an empty kernel (``results/kernel-threads``). A call with too
+starting two fresh threads and joining them cost about 450 us a call, a pool
+thread beside the caller 72-160 us for an empty kernel (``docs/design/kernel-threads.md``). A call with too
 little work for that stays on the caller's thread.
 """
+
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Optional
 
 import numpy as np
 
 #: multiply-adds (or comparable inner steps) per thread below which one more thread does not
-#: pay. On the 2-core machine, inside a V = 1M training step of ``hsm`` or ``nce`` (5-7 x 2**20
+#: pay. On two cores, inside a V = 1M training step of ``hsm`` or ``nce`` (5-7 x 2**20
 #: multiply-adds a call) the kernels ran 3-20% faster on one thread than on two; an isolated call
 #: of 2**24 (65,536 Zipf-distributed pairs at H = 256) ran 1.78x faster on two
-#: (``results/kernel-threads``).
+#: (``docs/design/kernel-threads.md``).
 MIN_WORK_PER_THREAD = 2**23
 
 
-def range_bounds(size: int, parts: int, work: Optional[np.ndarray] = None) -> np.ndarray:
+def range_bounds(size: int, parts: int, work: np.ndarray | None = None) -> np.ndarray:
     """Bounds (parts + 1,) that cut ``[0, size)`` into ``parts`` contiguous ranges of about equal
     work: ``work`` (size + 1,) is the cumulative work before each item (a counting sort's offsets),
     None for equal work per item. Each cut is the row boundary nearest its share; a range may be
@@ -49,7 +50,7 @@ def run_in_ranges(
     size: int,
     threads: int,
     *,
-    work: Optional[np.ndarray] = None,
+    work: np.ndarray | None = None,
     work_per_item: float = 1.0,
 ) -> None:
     """``kernel(*arrays, lo, hi)`` over ``[0, size)`` split into at most ``threads`` contiguous
@@ -77,7 +78,7 @@ def run_in_ranges(
             other.result()  # waits for every range, and raises what a range raised
 
 
-_workers: Optional[ThreadPoolExecutor] = None
+_workers: ThreadPoolExecutor | None = None
 _workers_size = 0
 _workers_pid = 0
 _workers_lock = threading.Lock()

@@ -20,9 +20,8 @@ polynomial (:func:`_exp_minus_abs_float32`).
 Rows are independent, so both passes split them over plain Python threads: the kernels release
 the GIL, so they run at once.
 """
-from __future__ import annotations
 
-from typing import Optional
+from __future__ import annotations
 
 import numpy as np
 import torch
@@ -151,7 +150,7 @@ def _general_top_down(
     children are leaves with consecutive ids (``leaf_runs``, :meth:`Tree.leaf_runs
     <bigvocab.outputs.trees.Tree.leaf_runs>`: their first leaf, else -1) writes them in one
     straight loop, without a look-up and a branch per child: that loop took 1.2 ns a child, 43% of
-    the pass (results/hsm-general-pass/stages.log)."""
+    the pass (``docs/design/hsm-log-softmax.md``)."""
     num_nodes = child_offsets.shape[0] - 1
     widest = 0
     for node in range(num_nodes):
@@ -199,11 +198,11 @@ def aligned_width(num_nodes: int) -> int:
     """Columns of a node-logits buffer for ``num_nodes`` nodes: rounded up to a multiple of
     :data:`ROW_ALIGNMENT`. A tree has V - 1 nodes, an odd count at every round V, and a product
     written into rows of odd length ran 1.2-1.75x slower than into the same rows padded (H = 256,
-    V - 1 = 9,999 and 99,999, 41-1024 rows; results/hsm-aligned-logits)."""
+    V - 1 = 9,999 and 99,999, 41-1024 rows; ``docs/design/hsm-log-softmax.md``)."""
     return -(-num_nodes // ROW_ALIGNMENT) * ROW_ALIGNMENT
 
 
-def softplus_scratch(logits: Tensor) -> Optional[Tensor]:
+def softplus_scratch(logits: Tensor) -> Tensor | None:
     """The (n, V - 1) buffer :func:`binary_leaf_log_probs` needs for these logits' softplus, or
     None where the pass takes it row by row (float32)."""
     return None if logits.dtype == torch.float32 else torch.empty_like(logits)
@@ -214,8 +213,8 @@ def binary_leaf_log_probs(
     children: Tensor,
     *,
     threads: int,
-    out: Optional[Tensor] = None,
-    scratch: Optional[Tensor] = None,
+    out: Tensor | None = None,
+    scratch: Tensor | None = None,
 ) -> Tensor:
     """(n, W) node logits of a binary tree whose V - 1 <= W nodes are numbered parents first,
     and its (V - 1, 2) children as unified ids (nodes, then leaves) -> (n, V) leaf
@@ -244,9 +243,9 @@ def binary_leaf_log_probs(
     arrays = (logits.numpy(), softplus.numpy(), children.contiguous().numpy(), out.numpy())
     # With its softplus a node weighs as 64 multiply-adds of the pair kernels, so two threads
     # take 2^18 nodes or more: they ran 1.2-1.3x faster than one at 16 rows of V = 10k (160k
-    # nodes), 1.6-1.7x at 64, 1.8-1.9x at 4 rows of V = 1M (results/hsm-fused-softplus/threads.log).
+    # nodes), 1.6-1.7x at 64, 1.8-1.9x at 4 rows of V = 1M (``docs/design/hsm-log-softmax.md``).
     # Without the softplus inside, the pass paid at 16 rows of V = 1M, not at 4
-    # (results/kernel-threads).
+    # (``docs/design/kernel-threads.md``).
     run_in_ranges(_top_down, arrays, n, threads, work_per_item=64 * num_nodes)
     return out
 
@@ -258,7 +257,7 @@ def general_leaf_log_probs(
     leaf_runs: Tensor,
     *,
     threads: int,
-    out: Optional[Tensor] = None,
+    out: Tensor | None = None,
 ) -> Tensor:
     """(n, W) float32 child logits of a tree of any arity, V - 1 <= W columns (the rest padding,
     not read), its (M + V - 1,) children as unified ids, (M + 1,) child offsets and (M,) leaf runs
@@ -275,8 +274,13 @@ def general_leaf_log_probs(
         raise ValueError(f"{num_leaves - 1} child logits need at least that many columns, got {logits.shape[1]}")
     if out is None:
         out = logits.new_empty(logits.shape[0], num_leaves)
-    arrays = (logits.numpy(), children.contiguous().numpy(), child_offsets.contiguous().numpy(),
-              leaf_runs.contiguous().numpy(), out.numpy())
+    arrays = (
+        logits.numpy(),
+        children.contiguous().numpy(),
+        child_offsets.contiguous().numpy(),
+        leaf_runs.contiguous().numpy(),
+        out.numpy(),
+    )
     # An exp a logit, as the binary pass's softplus a node: the same weight for the thread split.
     run_in_ranges(_general_top_down, arrays, logits.shape[0], threads, work_per_item=64 * (num_leaves - 1))
     return out

@@ -30,6 +30,7 @@ With several threads and a tree, each thread moves its own copies of the rows ne
 and merges them into the shared table every SYNC_EVERY examples and at the end of each chunk
 (:func:`sync_staged`); one thread moves the shared rows themselves.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -161,8 +162,24 @@ def sync_staged(syn1, staged, local, base) -> None:
 
 
 @njit(nogil=True, cache=True, fastmath=FAST, inline="always")
-def output_steps(l1, li, syn1, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work, rows,
-                 steps, staged_depth, slot_of, local) -> None:
+def output_steps(
+    l1,
+    li,
+    syn1,
+    target,
+    hs,
+    path_offsets,
+    path_rows,
+    path_codes,
+    negatives,
+    alpha,
+    work,
+    rows,
+    steps,
+    staged_depth,
+    slot_of,
+    local,
+) -> None:
     """The output side of one example; ``work`` (1, H) must start at zero, ``rows``/``steps`` are
     scratch of at least k + 1 (negative sampling). The first ``staged_depth`` nodes of a tree path
     move this thread's copies ``local[slot_of[row]]`` instead of their shared rows
@@ -175,9 +192,9 @@ def output_steps(l1, li, syn1, target, hs, path_offsets, path_rows, path_codes, 
     row moved right after its dot product, as word2vec.c does. A path's nodes are distinct, so
     the result is the same as dots first; but every example's path starts at the root, and with
     Hogwild threads a row read in one pass and written in a later one changes hands between the
-    cores twice: dots first made sg + hs slower on two threads than on one (2-core Xeon: 0.6x
+    cores twice: dots first made sg + hs slower on two threads than on one (0.6x
     gensim's words/s on two threads, 0.85x this way; on one thread 1.24x, 1.13x this way;
-    results/word2vec-hs-threads)."""
+    ``docs/design/word2vec-threads.md``)."""
     if hs:
         start, end = path_offsets[target], path_offsets[target + 1]
         split = min(end, start + staged_depth)
@@ -209,21 +226,70 @@ def draw_negatives(accept, alias, rng, out) -> None:
 
 
 @njit(nogil=True, cache=True, fastmath=FAST, inline="always")
-def sg_pair(syn0, syn1, source, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work, rows,
-            steps, staged_depth, slot_of, local) -> None:
+def sg_pair(
+    syn0,
+    syn1,
+    source,
+    target,
+    hs,
+    path_offsets,
+    path_rows,
+    path_codes,
+    negatives,
+    alpha,
+    work,
+    rows,
+    steps,
+    staged_depth,
+    slot_of,
+    local,
+) -> None:
     """Skip-gram on one pair: ``syn0[source]`` predicts ``target``; ``work`` is (1, H) scratch,
     ``rows``/``steps`` as in :func:`output_steps`."""
     for k in range(work.shape[1]):
         work[0, k] = 0.0
-    output_steps(syn0, source, syn1, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work, rows,
-                 steps, staged_depth, slot_of, local)
+    output_steps(
+        syn0,
+        source,
+        syn1,
+        target,
+        hs,
+        path_offsets,
+        path_rows,
+        path_codes,
+        negatives,
+        alpha,
+        work,
+        rows,
+        steps,
+        staged_depth,
+        slot_of,
+        local,
+    )
     axpy(1.0, work, 0, syn0, source)
 
 
 @njit(nogil=True, cache=True, fastmath=FAST, inline="always")
 def cbow_window(
-    syn0, syn1, context, count, target, cbow_mean, hs, path_offsets, path_rows, path_codes, negatives, alpha,
-    neu1, work, rows, steps, staged_depth, slot_of, local,
+    syn0,
+    syn1,
+    context,
+    count,
+    target,
+    cbow_mean,
+    hs,
+    path_offsets,
+    path_rows,
+    path_codes,
+    negatives,
+    alpha,
+    neu1,
+    work,
+    rows,
+    steps,
+    staged_depth,
+    slot_of,
+    local,
 ) -> None:
     """CBOW on one window: the mean (or sum) of ``syn0[context[:count]]`` predicts ``target``.
 
@@ -239,8 +305,24 @@ def cbow_window(
         for k in range(neu1.shape[1]):
             neu1[0, k] *= scale
     work[0, :] = 0.0
-    output_steps(neu1, 0, syn1, target, hs, path_offsets, path_rows, path_codes, negatives, alpha, work, rows, steps,
-                 staged_depth, slot_of, local)
+    output_steps(
+        neu1,
+        0,
+        syn1,
+        target,
+        hs,
+        path_offsets,
+        path_rows,
+        path_codes,
+        negatives,
+        alpha,
+        work,
+        rows,
+        steps,
+        staged_depth,
+        slot_of,
+        local,
+    )
     share = 1.0 if cbow_mean else scale
     for c in range(count):
         axpy(share, work, 0, syn0, context[c])
@@ -285,9 +367,37 @@ MAX_SENTENCE = 10000
 
 @njit(nogil=True, cache=True, fastmath=FAST)
 def train_sentence(
-    syn0, syn1, sentence, n, sg, hs, shared, cbow_mean, window, shrink, accept, alias, path_offsets, path_rows,
-    path_codes, alpha, rng, context, negatives, neu1, work, rows, steps, grads, dots, staged_depth, slot_of,
-    staged, local, base, since,
+    syn0,
+    syn1,
+    sentence,
+    n,
+    sg,
+    hs,
+    shared,
+    cbow_mean,
+    window,
+    shrink,
+    accept,
+    alias,
+    path_offsets,
+    path_rows,
+    path_codes,
+    alpha,
+    rng,
+    context,
+    negatives,
+    neu1,
+    work,
+    rows,
+    steps,
+    grads,
+    dots,
+    staged_depth,
+    slot_of,
+    staged,
+    local,
+    base,
+    since,
 ) -> None:
     """Every centre of ``sentence[:n]`` in order, with word2vec's reduced window: a radius drawn
     uniformly in 1..window (``shrink``) or always ``window``; windows stop at the sentence ends.
@@ -317,20 +427,86 @@ def train_sentence(
             for c in range(count):
                 if not hs:
                     draw_negatives(accept, alias, rng, negatives)
-                sg_pair(syn0, syn1, context[c], centre, hs, path_offsets, path_rows, path_codes, negatives, alpha, work,
-                        rows, steps, staged_depth, slot_of, local)
+                sg_pair(
+                    syn0,
+                    syn1,
+                    context[c],
+                    centre,
+                    hs,
+                    path_offsets,
+                    path_rows,
+                    path_codes,
+                    negatives,
+                    alpha,
+                    work,
+                    rows,
+                    steps,
+                    staged_depth,
+                    slot_of,
+                    local,
+                )
         else:
             if not hs:
                 draw_negatives(accept, alias, rng, negatives)
-            cbow_window(syn0, syn1, context, count, centre, cbow_mean, hs, path_offsets, path_rows, path_codes,
-                        negatives, alpha, neu1, work, rows, steps, staged_depth, slot_of, local)
+            cbow_window(
+                syn0,
+                syn1,
+                context,
+                count,
+                centre,
+                cbow_mean,
+                hs,
+                path_offsets,
+                path_rows,
+                path_codes,
+                negatives,
+                alpha,
+                neu1,
+                work,
+                rows,
+                steps,
+                staged_depth,
+                slot_of,
+                local,
+            )
 
 
 @njit(nogil=True, cache=True, fastmath=FAST)
 def train_chunk(
-    stream, start, end, keep_prob, syn0, syn1, sg, hs, shared, cbow_mean, window, shrink, accept, alias,
-    path_offsets, path_rows, path_codes, alpha, rng, sentence, context, negatives, neu1, work, rows, steps, grads,
-    dots, staged_depth, slot_of, staged, local, base, since,
+    stream,
+    start,
+    end,
+    keep_prob,
+    syn0,
+    syn1,
+    sg,
+    hs,
+    shared,
+    cbow_mean,
+    window,
+    shrink,
+    accept,
+    alias,
+    path_offsets,
+    path_rows,
+    path_codes,
+    alpha,
+    rng,
+    sentence,
+    context,
+    negatives,
+    neu1,
+    work,
+    rows,
+    steps,
+    grads,
+    dots,
+    staged_depth,
+    slot_of,
+    staged,
+    local,
+    base,
+    since,
 ):
     """Train on the sentences of ``stream[start:end]`` (word ids, -1 after each sentence; a
     sentence cut by ``end`` or longer than MAX_SENTENCE is trained as pieces). Frequent words are
@@ -357,8 +533,38 @@ def train_chunk(
             pos += 1
         read += length
         kept += n
-        train_sentence(syn0, syn1, sentence, n, sg, hs, shared, cbow_mean, window, shrink, accept, alias,
-                       path_offsets, path_rows, path_codes, alpha, rng, context, negatives, neu1, work, rows, steps,
-                       grads, dots, staged_depth, slot_of, staged, local, base, since)
+        train_sentence(
+            syn0,
+            syn1,
+            sentence,
+            n,
+            sg,
+            hs,
+            shared,
+            cbow_mean,
+            window,
+            shrink,
+            accept,
+            alias,
+            path_offsets,
+            path_rows,
+            path_codes,
+            alpha,
+            rng,
+            context,
+            negatives,
+            neu1,
+            work,
+            rows,
+            steps,
+            grads,
+            dots,
+            staged_depth,
+            slot_of,
+            staged,
+            local,
+            base,
+            since,
+        )
     sync_staged(syn1, staged, local, base)
     return read, kept

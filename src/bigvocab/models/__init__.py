@@ -4,22 +4,34 @@
 :func:`bigvocab.create_output` and hands it to the model, so any registered output layer can be
 combined with any model that takes one.
 """
+
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from bigvocab.errors import ConfigError
-from bigvocab.outputs.factory import create_output
 from bigvocab.models import cw, lstm, nnlm, word2vec  # noqa: F401  (registers)
 from bigvocab.models.base import LanguageModel, RankingModel, WordModel
 from bigvocab.models.cw import CWRanking
 from bigvocab.models.lstm import LSTMLM
 from bigvocab.models.nnlm import NNLM
 from bigvocab.models.word2vec import CBOW, SkipGram
+from bigvocab.outputs.factory import create_output
 from bigvocab.registry import MODELS, OUTPUTS
 
-__all__ = ["CBOW", "CWRanking", "LSTMLM", "LanguageModel", "NNLM", "RankingModel", "SkipGram", "WordModel",
-           "build_model", "list_models"]
+__all__ = [
+    "CBOW",
+    "LSTMLM",
+    "NNLM",
+    "CWRanking",
+    "LanguageModel",
+    "RankingModel",
+    "SkipGram",
+    "WordModel",
+    "build_model",
+    "list_models",
+]
 
 
 def list_models() -> list[str]:
@@ -30,12 +42,12 @@ def list_models() -> list[str]:
 def build_model(
     name: str,
     vocab_size: int,
-    output_name: Optional[str],
+    output_name: str | None,
     *,
-    counts: Optional[Sequence[int]] = None,
-    words: Optional[Sequence[str]] = None,
-    model_kwargs: Optional[Mapping[str, Any]] = None,
-    output_kwargs: Optional[Mapping[str, Any]] = None,
+    counts: Sequence[int] | None = None,
+    words: Sequence[str] | None = None,
+    model_kwargs: Mapping[str, Any] | None = None,
+    output_kwargs: Mapping[str, Any] | None = None,
 ) -> WordModel:
     """Build the registered model ``name`` with the output layer ``output_name``.
 

@@ -12,10 +12,12 @@ options with their defaults, ``__post_init__`` validates them, and ``output_feat
 in_features the output layer must have. ``output_features`` is also a classmethod of the model, so
 a builder can size the output layer before the model exists.
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar, Iterator, Optional
+from collections.abc import Iterator
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor, nn
@@ -72,14 +74,14 @@ class WordModel(nn.Module):
 
     # ------------------------------------------------------------------ the contract
     def batches(
-        self, ids: Tensor, batch_size: int, *, train: bool, generator: Optional[torch.Generator] = None
+        self, ids: Tensor, batch_size: int, *, train: bool, generator: torch.Generator | None = None
     ) -> Iterator[dict[str, Tensor]]:
         """The model's examples cut from the 1-D stream ``ids``. ``train=False`` is deterministic
         and predicts every target once, in order, so the mean of ``log_prob`` is the exact
         log-likelihood. Every batch has a ``"target"`` tensor, one element per predicted token."""
         raise NotImplementedError
 
-    def num_batches(self, ids: Tensor, batch_size: int) -> Optional[int]:
+    def num_batches(self, ids: Tensor, batch_size: int) -> int | None:
         """How many batches :meth:`batches` yields for ``ids`` (the same with ``train`` or not; a
         model whose training draws how many examples it makes, as word2vec's subsampling, gives
         the ``train=False`` count, which a training pass must not exceed), or None when that is
@@ -119,7 +121,7 @@ class LanguageModel(WordModel):
 
     has_distribution = True
 
-    def __init__(self, vocab_size: int, output: Optional[OutputLayer], **options: Any) -> None:
+    def __init__(self, vocab_size: int, output: OutputLayer | None, **options: Any) -> None:
         super().__init__(vocab_size, **options)
         if output is None:
             raise ConfigError(f"model {self.model_name()!r} needs an output layer (see bigvocab.list_outputs())")
@@ -151,7 +153,7 @@ class LanguageModel(WordModel):
         """Hidden states for the output layer, shape ``batch["target"].shape + (H,)``."""
         raise NotImplementedError
 
-    def previous_tokens(self, batch: dict[str, Tensor]) -> Optional[Tensor]:
+    def previous_tokens(self, batch: dict[str, Tensor]) -> Tensor | None:
         """The token just before each target (shaped like the target), or None for models whose
         examples have no such order. The output layer receives it as ``context`` (used by
         context-conditioned proposals such as ``ais``'s bigram)."""
@@ -180,6 +182,7 @@ class RankingModel(WordModel):
 
     def __init__(self, vocab_size: int, output: None = None, **options: Any) -> None:
         if output is not None:
-            raise ConfigError(f"model {self.model_name()!r} scores with its own head and takes no output layer; "
-                              "pass None")
+            raise ConfigError(
+                f"model {self.model_name()!r} scores with its own head and takes no output layer; pass None"
+            )
         super().__init__(vocab_size, **options)

@@ -13,10 +13,11 @@ padding vector (row V of the embedding), the papers' PADDING word.
 The model has no output layer and gives no normalised distribution, so it has no perplexity;
 its product is the word vectors.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Optional
 
 import torch
 from torch import Tensor, nn
@@ -72,7 +73,7 @@ class CWRanking(RankingModel):
         self.score_layer = nn.Linear(config.hidden_dim, 1)
 
     def batches(
-        self, ids: Tensor, batch_size: int, *, train: bool, generator: Optional[torch.Generator] = None
+        self, ids: Tensor, batch_size: int, *, train: bool, generator: torch.Generator | None = None
     ) -> Iterator[dict[str, Tensor]]:
         """Windows around every position, shuffled when ``train``, each with a corrupting word
         drawn uniformly from the vocabulary (from ``EVAL_SEED`` when not training and no

@@ -15,11 +15,13 @@ state before and after the last batch it processed, so:
 
 Interleaved passes (validation in the middle of a training epoch) keep separate states.
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, NamedTuple, Optional
+from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
@@ -69,7 +71,7 @@ class LSTMConfig:
 
 class _PassState(NamedTuple):
     step: int
-    before: Optional[tuple[Tensor, Tensor]]
+    before: tuple[Tensor, Tensor] | None
     after: tuple[Tensor, Tensor]
 
 
@@ -121,7 +123,7 @@ class LSTMLM(LanguageModel):
         tie(self.embedding)
 
     def batches(
-        self, ids: Tensor, batch_size: int, *, train: bool, generator: Optional[torch.Generator] = None
+        self, ids: Tensor, batch_size: int, *, train: bool, generator: torch.Generator | None = None
     ) -> Iterator[dict[str, Tensor]]:
         """BPTT segments of the stream laid out in ``batch_size`` columns (see
         :func:`bigvocab.data.batching.bptt_segments`). The order is the same with ``train`` or not:
@@ -153,7 +155,7 @@ class LSTMLM(LanguageModel):
         out = self.drop(out)
         return self.projection(out) if self.projection is not None else out
 
-    def _initial_state(self, batch: dict[str, Tensor]) -> Optional[tuple[Tensor, Tensor]]:
+    def _initial_state(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor] | None:
         if "stream" not in batch:
             return None
         known = self._passes.get(int(batch["stream"]))
@@ -172,7 +174,7 @@ class LSTMLM(LanguageModel):
         return h[:, -rows:].contiguous(), c[:, -rows:].contiguous()
 
     def _remember(
-        self, pass_id: int, step: int, before: Optional[tuple[Tensor, Tensor]], after: tuple[Tensor, Tensor]
+        self, pass_id: int, step: int, before: tuple[Tensor, Tensor] | None, after: tuple[Tensor, Tensor]
     ) -> None:
         self._passes[pass_id] = _PassState(step, before, after)
         self._passes.move_to_end(pass_id)

@@ -9,10 +9,11 @@ its (V, h + n·m) weight is ``[U, W]`` and its bias is b, whatever output method
 The stream's first words have fewer than n predecessors: their context is filled with a
 dedicated, learned padding vector (row V of the embedding, id ``pad_id``), not with a real word.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Optional
 
 import torch
 from torch import Tensor, nn
@@ -70,7 +71,7 @@ class NNLM(LanguageModel):
         self.hidden = nn.Linear(width, config.hidden_dim) if config.hidden_dim else None
 
     def batches(
-        self, ids: Tensor, batch_size: int, *, train: bool, generator: Optional[torch.Generator] = None
+        self, ids: Tensor, batch_size: int, *, train: bool, generator: torch.Generator | None = None
     ) -> Iterator[dict[str, Tensor]]:
         """n-gram windows predicting ``ids[1:]``; shuffled once per call when ``train``."""
         ids = check_stream(ids, self.vocab_size, min_length=2)

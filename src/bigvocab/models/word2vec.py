@@ -42,10 +42,12 @@ Updates (``word2vec_updates=True``, the default) follow word2vec.c and gensim, s
 ``word2vec_updates=False`` trains on the true gradient of the mean loss instead (for optimisers
 such as Adam, or to compare).
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional, Sequence, Union
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -75,8 +77,15 @@ CENTRES_PER_CHUNK = 1 << 14
 #: min_count=5, and no early stopping (the linear schedule assumes the whole run; word2vec keeps
 #: the last vectors). Names are those of ``TrainConfig`` / the CLI; patience 0 is "never".
 WORD2VEC_MODELS = ("skipgram", "cbow")
-WORD2VEC_DEFAULTS = {"lr": 0.025, "lr_schedule": "linear", "min_lr": 1e-4, "optimizer": "sgd",
-                     "epochs": 5, "min_count": 5, "patience": 0}
+WORD2VEC_DEFAULTS = {
+    "lr": 0.025,
+    "lr_schedule": "linear",
+    "min_lr": 1e-4,
+    "optimizer": "sgd",
+    "epochs": 5,
+    "min_count": 5,
+    "patience": 0,
+}
 #: ... the output layer of negative sampling (the registered layer with this ``engine_kind``) ...
 WORD2VEC_DEFAULT_KIND = NEGATIVE_SAMPLING
 #: ... and, per ``engine_kind``, word2vec's layer options: a hierarchical softmax's node vectors
@@ -151,9 +160,7 @@ class Word2Vec(LanguageModel):
 
     uses_counts = True
 
-    def __init__(
-        self, vocab_size: int, output, *, counts: Optional[Union[Sequence[int], Tensor]] = None, **options
-    ) -> None:
+    def __init__(self, vocab_size: int, output, *, counts: Sequence[int] | Tensor | None = None, **options) -> None:
         super().__init__(vocab_size, output, **options)
         config = self.config
         self.embedding = nn.Embedding(vocab_size, config.vector_size, sparse=config.sparse)
@@ -191,7 +198,7 @@ class Word2Vec(LanguageModel):
         raise NotImplementedError
 
     def _chunks(
-        self, ids: Tensor, train: bool, generator: Optional[torch.Generator]
+        self, ids: Tensor, train: bool, generator: torch.Generator | None
     ) -> Iterator[tuple[Tensor, Tensor, Tensor]]:
         """(centre ids (C,), context ids (C, 2w), used slots (C, 2w) bool) chunk by chunk."""
         ids = check_stream(ids, self.vocab_size, min_length=2)
@@ -218,7 +225,7 @@ class SkipGram(Word2Vec):
     config_class = SkipGramConfig
 
     def batches(
-        self, ids: Tensor, batch_size: int, *, train: bool, generator: Optional[torch.Generator] = None
+        self, ids: Tensor, batch_size: int, *, train: bool, generator: torch.Generator | None = None
     ) -> Iterator[dict[str, Tensor]]:
         """(centre, context) pairs, ``batch_size`` at a time."""
         pairs = (
@@ -252,7 +259,7 @@ class CBOW(Word2Vec):
     config_class = CBOWConfig
 
     def batches(
-        self, ids: Tensor, batch_size: int, *, train: bool, generator: Optional[torch.Generator] = None
+        self, ids: Tensor, batch_size: int, *, train: bool, generator: torch.Generator | None = None
     ) -> Iterator[dict[str, Tensor]]:
         """One example per centre word that has at least one context word."""
         for context, used, centres in rebatch(self._with_context(ids, train, generator), batch_size):
@@ -263,7 +270,7 @@ class CBOW(Word2Vec):
         return length if length >= 2 else 0
 
     def _with_context(
-        self, ids: Tensor, train: bool, generator: Optional[torch.Generator]
+        self, ids: Tensor, train: bool, generator: torch.Generator | None
     ) -> Iterator[tuple[Tensor, Tensor, Tensor]]:
         for centres, context, used in self._chunks(ids, train, generator):
             has = used.any(1)

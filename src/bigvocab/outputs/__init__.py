@@ -20,6 +20,9 @@ reads: ``variants``, ``sparse_grad``, ``topk_by_search``, ``eval_cache``, ``self
 and side inputs by naming ``counts`` / ``words`` / ``vectors`` as keywords. The factory, the
 contract tests, the models and the bench then pick it up with no other edit.
 """
+
+# The import order is the registration order, which listings and the bench follow.
+# isort: off
 from bigvocab.outputs import scorers  # noqa: F401  (registers the scorers)
 from bigvocab.outputs import full  # noqa: F401  (registers)
 from bigvocab.outputs import hsm  # noqa: F401  (registers)
@@ -34,6 +37,8 @@ from bigvocab.outputs import neg  # noqa: F401  (registers)
 from bigvocab.outputs import selfnorm  # noqa: F401  (registers)
 from bigvocab.outputs import infreq  # noqa: F401  (registers)
 from bigvocab.outputs import char  # noqa: F401  (registers)
+
+# isort: on
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.outputs.objective import ScoredOutput
 from bigvocab.outputs.scorers import RowScorer, Scorer

@@ -18,15 +18,16 @@ more than ``max_chunk_elements`` logits, computed in bounded chunks and recomput
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from bigvocab.errors import ConfigError
+from bigvocab.outputs.bands import resolve_cutoffs
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.outputs.cost import Cost, cluster_cost
-from bigvocab.outputs.bands import resolve_cutoffs
 from bigvocab.outputs.functional import chunk_budget, chunked_logsumexp, chunked_topk
 from bigvocab.registry import OUTPUTS
 from bigvocab.validation import check_positive_float
@@ -83,13 +84,13 @@ class AdaptiveSoftmax(OutputLayer):
         in_features: int,
         num_classes: int,
         *,
-        cutoffs: Optional[Sequence[int]] = None,
+        cutoffs: Sequence[int] | None = None,
         div_value: float = 4.0,
         bias: bool = False,
         counts=None,
-        max_chunk_elements: Optional[int] = None,
-        device: Optional[torch.device] = None,
-        dtype: Optional[torch.dtype] = None,
+        max_chunk_elements: int | None = None,
+        device: torch.device | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(in_features, num_classes)
         self.cutoffs = resolve_cutoffs(cutoffs, num_classes, counts, owner="adaptive")
@@ -155,7 +156,7 @@ class AdaptiveSoftmax(OutputLayer):
         output = self.tail[cluster][1]
         return chunked_topk(x, output.weight, None, k, max_chunk_elements=self.max_chunk_elements)
 
-    def _block_log_prob(self, x: Tensor, weight: Tensor, bias: Optional[Tensor], target: Tensor) -> Tensor:
+    def _block_log_prob(self, x: Tensor, weight: Tensor, bias: Tensor | None, target: Tensor) -> Tensor:
         """log softmax(x W^T + b)[target], (N,)."""
         if x.shape[0] * weight.shape[0] <= chunk_budget(self.max_chunk_elements, x.device):
             return _LinearLogProb.apply(x, weight, bias, target)
@@ -197,7 +198,9 @@ class AdaptiveSoftmax(OutputLayer):
     def shard_vocabulary(self, group: Any, *, partition: Any = None) -> OutputLayer:
         """Head replicated, each tail cluster's output rows split evenly over ``group``
         (:class:`~bigvocab.outputs.parallel.adaptive.VocabParallelAdaptive`)."""
-        from bigvocab.outputs.parallel.adaptive import VocabParallelAdaptive  # torch.distributed loads only when a layer is split
+        from bigvocab.outputs.parallel.adaptive import (
+            VocabParallelAdaptive,  # torch.distributed loads only when a layer is split
+        )
 
         if partition is not None:
             raise ConfigError(

@@ -26,7 +26,8 @@ sampler: the estimator only needs Q to be the distribution the samples came from
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -40,8 +41,6 @@ from bigvocab.validation import check_positive_float, check_positive_int
 def effective_sample_size(log_weights: Tensor) -> Tensor:
     """(Σ r)² / Σ r² per row of log importance weights (N, K) -> (N,); -inf weights count as 0."""
     return torch.exp(2 * torch.logsumexp(log_weights, dim=1) - torch.logsumexp(2 * log_weights, dim=1))
-
-
 
 
 @OUTPUTS.register("ais")
@@ -79,11 +78,11 @@ class AdaptiveImportanceSampling(SamplingOutput):
         in_features: int,
         num_classes: int,
         *,
-        num_samples: Optional[int] = None,
+        num_samples: int | None = None,
         sampler: SamplerSpec = None,
-        counts: Optional[Sequence[float]] = None,
-        min_ess: Optional[float] = None,
-        max_samples: Optional[int] = None,
+        counts: Sequence[float] | None = None,
+        min_ess: float | None = None,
+        max_samples: int | None = None,
         shared: bool = False,
         **scorer_options: Any,
     ) -> None:
@@ -108,7 +107,7 @@ class AdaptiveImportanceSampling(SamplingOutput):
         self.last_ess = math.nan
         self.last_examples_per_block: list[int] = []
 
-    def _block(self, context: Optional[Tensor], batch_size: int) -> tuple[Tensor, Tensor]:
+    def _block(self, context: Tensor | None, batch_size: int) -> tuple[Tensor, Tensor]:
         """One block of draws and their log Q for ``batch_size`` examples (their ``context``):
         (batch_size, k) each, one set per example, or (k,) each when drawn once for the batch
         (``shared`` with an unconditional proposal)."""
@@ -121,7 +120,7 @@ class AdaptiveImportanceSampling(SamplingOutput):
             ids = self.sampler.sample(batch_size * self.num_samples).reshape(batch_size, self.num_samples)
         return ids, self.sampler.log_q(ids, context=context)
 
-    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
+    def _loss(self, hidden: Tensor, target: Tensor, context: Tensor | None) -> Tensor:
         batch_size = hidden.shape[0]
         # Block b is drawn for, and scored on, the examples whose ESS was still below min_ess
         # after block b - 1 only (``owners[b]``): the work follows the draws the examples need,
@@ -173,8 +172,10 @@ class AdaptiveImportanceSampling(SamplingOutput):
             # Only a context-conditional proposal adapts its mixture from the draws and their
             # weights (per example, block by block); any other learns from the targets alone.
             per_block = log_weights.detach().split(self.last_examples_per_block)
-            learned_from = {"samples": self._per_example(owners, samples, 0),
-                            "log_weights": self._per_example(owners, per_block, float("-inf"))}
+            learned_from = {
+                "samples": self._per_example(owners, samples, 0),
+                "log_weights": self._per_example(owners, per_block, float("-inf")),
+            }
         self._observe(target, context=context, **learned_from)
         row_log_sum = torch.logsumexp(log_weights, dim=1)
         peak = row_log_sum.new_full((batch_size,), float("-inf"))

@@ -8,7 +8,7 @@ bench's PyTorch ``AdaptiveLogSoftmaxWithLoss`` peer.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import torch
 
@@ -20,7 +20,7 @@ from bigvocab.samplers.base import as_counts
 DEFAULT_BAND_MASSES = (0.8, 0.95)
 
 
-def resolve_cutoffs(cutoffs: Optional[Sequence[int]], num_classes: int, counts=None, *, owner: str) -> list[int]:
+def resolve_cutoffs(cutoffs: Sequence[int] | None, num_classes: int, counts=None, *, owner: str) -> list[int]:
     """Validated band edges (ids ``[0, c_1)``, ``[c_1, c_2)``, ..., ``[c_last, V)``).
 
     Given ``cutoffs`` must be strictly increasing integers in [1, V - 1]. Without them the edges are

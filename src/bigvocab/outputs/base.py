@@ -6,9 +6,11 @@ leading shape; they validate once, flatten to (N, H) / (N,), and call the subcla
 ``_topk(hidden, k)``, which write only the mathematics on flat tensors. Results are reshaped back
 to the caller's leading shape.
 """
+
 from __future__ import annotations
 
-from typing import Any, ClassVar, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor, nn
@@ -64,7 +66,7 @@ class OutputLayer(nn.Module):
     #: The word2vec update that the compiled engine runs for this layer, ``"neg"`` or ``"hs"``, or
     #: None (see :mod:`bigvocab.outputs.engine`); such a layer also writes ``engine_unsupported``
     #: and ``_engine_tables``.
-    engine_kind: ClassVar[Optional[str]] = None
+    engine_kind: ClassVar[str | None] = None
 
     #: Why :meth:`shard_vocabulary` cannot split this layer (one line), for layers that have no
     #: vocabulary-parallel form.
@@ -79,7 +81,7 @@ class OutputLayer(nn.Module):
 
     # ------------------------------------------------------------------ declarations
     @classmethod
-    def accepted_options(cls, options: Mapping[str, Any]) -> Optional[set[str]]:
+    def accepted_options(cls, options: Mapping[str, Any]) -> set[str] | None:
         """The keywords the constructor takes given ``options`` (which may pick a part, e.g. a
         scorer, with keywords of its own), or None when any keyword is accepted."""
         return keyword_options(cls)
@@ -90,17 +92,17 @@ class OutputLayer(nn.Module):
         accepted = cls.accepted_options(options)
         return frozenset(name for name in SIDE_INPUTS if accepted is None or name in accepted)
 
-    def train_cost(self, target: Tensor) -> Optional[Cost]:
+    def train_cost(self, target: Tensor) -> Cost | None:
         """FLOPs and bytes a training step on the targets (N,) must spend, from the layer's shape
         and options (see :mod:`bigvocab.outputs.cost`); None when the layer has no cost model."""
         return None
 
-    def log_prob_cost(self, target: Tensor) -> Optional[Cost]:
+    def log_prob_cost(self, target: Tensor) -> Cost | None:
         """FLOPs and bytes of exact ``log_prob`` for the targets (N,), forward only; None when the
         layer has no cost model."""
         return None
 
-    def engine_unsupported(self) -> Optional[str]:
+    def engine_unsupported(self) -> str | None:
         """Why word2vec's compiled engine cannot train this layer as built; None when it can."""
         if self.engine_kind is not None:
             return None
@@ -128,7 +130,7 @@ class OutputLayer(nn.Module):
         param = next(self.parameters())
         return {"device": param.device, "dtype": param.dtype}
 
-    def shard_vocabulary(self, group: Any, *, partition: Any = None) -> "OutputLayer":
+    def shard_vocabulary(self, group: Any, *, partition: Any = None) -> OutputLayer:
         """This rank's part of the layer split over the process ``group`` (vocabulary parallel,
         :mod:`bigvocab.outputs.parallel`): the same values and gradients as the one-process layer, each
         rank holding a share of the per-class parameters. It may reuse this layer's modules, so
@@ -137,9 +139,7 @@ class OutputLayer(nn.Module):
         raise ConfigError(f"{type(self).__name__} cannot be made vocabulary-parallel: {self.unsharded_reason}")
 
     # ------------------------------------------------------------------ public, validated
-    def loss(
-        self, hidden: Tensor, target: Tensor, reduction: str = "mean", *, context: Optional[Tensor] = None
-    ) -> Tensor:
+    def loss(self, hidden: Tensor, target: Tensor, reduction: str = "mean", *, context: Tensor | None = None) -> Tensor:
         """Training objective; ``reduction`` is ``mean`` (over examples), ``sum`` or ``none``.
 
         ``context`` (optional, ids shaped like ``target``) is the token before each target. Models
@@ -188,7 +188,7 @@ class OutputLayer(nn.Module):
         return values.reshape(*lead, k), ids.reshape(*lead, k)
 
     # ------------------------------------------------------------------ approximate top-k (bigvocab.index)
-    def build_index(self, kind: Optional[str] = None, **options: Any):
+    def build_index(self, kind: str | None = None, **options: Any):
         """An approximate top-k index over the layer's output rows [W_w, b_w] (see
         :mod:`bigvocab.index`; ``kind`` defaults to ``bigvocab.index.default_kind()``). It is a cache
         of the weights: once they change, ``topk(index=)`` refuses it until it is rebuilt."""
@@ -207,9 +207,11 @@ class OutputLayer(nn.Module):
                 logits = logits - (logits[:, :1] - self._log_prob(hidden, ids[:, 0])[:, None])
         return logits, ids
 
-    def _indexed_rows(self) -> tuple[Tensor, Optional[Tensor]]:
+    def _indexed_rows(self) -> tuple[Tensor, Tensor | None]:
         """The free (V, H) output rows and (V,) bias or None that an index is built from."""
-        raise ConfigError(f"{type(self).__name__} has no free (V, H) output matrix to index (build_index, topk(index=))")
+        raise ConfigError(
+            f"{type(self).__name__} has no free (V, H) output matrix to index (build_index, topk(index=))"
+        )
 
     def forward(self, hidden: Tensor, target: Tensor) -> Tensor:
         return self.loss(hidden, target)
@@ -221,7 +223,7 @@ class OutputLayer(nn.Module):
         return list(self.parameters()) if self.sparse_grad else []
 
     # ------------------------------------------------------------------ for subclasses
-    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
+    def _loss(self, hidden: Tensor, target: Tensor, context: Tensor | None) -> Tensor:
         """(N, H), (N,), context (N,) or None -> (N,) per-example training loss. Defaults to the
         exact NLL."""
         return -self._log_prob(hidden, target)
@@ -242,7 +244,7 @@ class OutputLayer(nn.Module):
         return f"in_features={self.in_features}, num_classes={self.num_classes}"
 
     # ------------------------------------------------------------------ validation
-    def _flatten(self, hidden: Tensor, target: Optional[Tensor]) -> tuple[Tensor, Optional[Tensor], tuple[int, ...]]:
+    def _flatten(self, hidden: Tensor, target: Tensor | None) -> tuple[Tensor, Tensor | None, tuple[int, ...]]:
         name = type(self).__name__
         if not isinstance(hidden, Tensor):
             raise TypeError(f"{name}: hidden must be a torch.Tensor, got {type(hidden).__name__}")

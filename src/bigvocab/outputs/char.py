@@ -27,9 +27,10 @@ Constrained ``topk`` is an exact branch-and-bound search: a prefix's log-probabi
 word below it, a beam of width k gives a lower bound on the k-th best word, and only prefixes
 above that bound are expanded (:func:`bigvocab.outputs.search.tree_topk`, shared with ``hsm``).
 """
+
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor, nn
@@ -73,15 +74,15 @@ class CharacterSoftmax(OutputLayer):
         in_features: int,
         num_classes: int,
         *,
-        words: Optional[Sequence[str]] = None,
+        words: Sequence[str] | None = None,
         constrained: bool = True,
         cell: str = "lstm",
         decoder_size: int = 128,
         char_dim: int = 32,
         search_budget: int = 4096,
-        max_chunk_elements: Optional[int] = None,
-        device: Optional[torch.device] = None,
-        dtype: Optional[torch.dtype] = None,
+        max_chunk_elements: int | None = None,
+        device: torch.device | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(in_features, num_classes)
         if words is None:
@@ -159,7 +160,7 @@ class CharacterSoftmax(OutputLayer):
             total = total + log_p.masked_fill(t >= lengths, 0.0)
         return total
 
-    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
+    def _loss(self, hidden: Tensor, target: Tensor, context: Tensor | None) -> Tensor:
         return -self._path_log_prob(hidden, self.spelling[target], self.path[target], self.lengths[target])
 
     def spelling_log_prob(self, hidden: Tensor, spellings: Sequence[str]) -> Tensor:
@@ -170,10 +171,14 @@ class CharacterSoftmax(OutputLayer):
         renormalised over the vocabulary (that is :meth:`log_prob`).
         """
         if self.constrained:
-            raise ConfigError("char: spelling_log_prob needs constrained=False (the constrained speller spells only vocabulary words)")
+            raise ConfigError(
+                "char: spelling_log_prob needs constrained=False (the constrained speller spells only vocabulary words)"
+            )
         flat_hidden, _, lead = self._flatten(hidden, None)
         if isinstance(spellings, str) or len(spellings) != flat_hidden.shape[0]:
-            raise ConfigError(f"char: spellings must be a sequence of {flat_hidden.shape[0]} strings, one per hidden state")
+            raise ConfigError(
+                f"char: spellings must be a sequence of {flat_hidden.shape[0]} strings, one per hidden state"
+            )
         unknown = sorted({c for s in spellings for c in s} - set(self.symbols))
         if unknown:
             raise ConfigError(f"char: spelling_log_prob got characters outside the alphabet: {''.join(unknown)!r}")
@@ -209,19 +214,26 @@ class CharacterSoftmax(OutputLayer):
                 symbol = self.symbol[nodes]
                 parent = self.scored_position[self.parent[nodes]]
                 state = split_step(
-                    self.cell, symbol_gates[symbol][None] + row_gates[:, None], parent_gates[:, parent], state[:, parent]
+                    self.cell,
+                    symbol_gates[symbol][None] + row_gates[:, None],
+                    parent_gates[:, parent],  # noqa: F821  (set by the level before)
+                    state[:, parent],
                 )
-                prefix = prefix[:, parent] + symbol_log_p[:, parent, symbol]
+                prefix = prefix[:, parent] + symbol_log_p[:, parent, symbol]  # noqa: F821  (the level before's)
             h = state[..., : self.cell.hidden_size]
             logits = self.output(h)
             if self.constrained:
                 logits = logits.masked_fill(~self.allowed[nodes], float("-inf"))
             symbol_log_p = torch.log_softmax(logits, dim=-1)
             # One W_h h per parent, shared by all its children (the last level has none).
-            parent_gates = h @ self.cell.weight_hh.T + self.cell.bias_hh if depth + 1 < len(self.scored_levels) else None
+            parent_gates = (  # noqa: F841  (read by the next level)
+                h @ self.cell.weight_hh.T + self.cell.bias_hh if depth + 1 < len(self.scored_levels) else None
+            )
             first, last = self.scored_word_levels[depth]
             where = self.scored_position[self.scored_anchor[first:last]]
-            out[:, self.scored_words[first:last]] = prefix[:, where] + symbol_log_p[:, where, self.scored_exit[first:last]]
+            out[:, self.scored_words[first:last]] = (
+                prefix[:, where] + symbol_log_p[:, where, self.scored_exit[first:last]]
+            )
         return out
 
     def _log_softmax(self, hidden: Tensor) -> Tensor:
@@ -240,7 +252,11 @@ class CharacterSoftmax(OutputLayer):
 
     def log_prob_cost(self, target: Tensor) -> Cost:
         # Constrained: each target's own spelling; open: every trie node, for log Z over V.
-        steps = float(self.lengths[target.cpu()].sum()) if self.constrained else float(target.numel() * self.parent.shape[0])
+        steps = (
+            float(self.lengths[target.cpu()].sum())
+            if self.constrained
+            else float(target.numel() * self.parent.shape[0])
+        )
         return self._decoder_cost(steps, target.numel(), training=False)
 
     def _decoder_cost(self, steps: float, rows: int, *, training: bool) -> Cost:
@@ -248,9 +264,19 @@ class CharacterSoftmax(OutputLayer):
         ``rows`` hidden states, each first projected to the start state and the condition."""
         size, char_dim, width = self.element_size(), self.embedding.embedding_dim, self.cell.hidden_size
         gates = width * (4 if self.cell_kind == "lstm" else 3)
-        cell = dot_cost(steps * gates, char_dim + width, gates * (char_dim + width), element_size=size, training=training)
-        output = dot_cost(steps * self.output.out_features, width, self.output.weight.numel(), element_size=size, training=training)
-        start = dot_cost(rows * (char_dim + width), self.in_features, (char_dim + width) * self.in_features, element_size=size, training=training)
+        cell = dot_cost(
+            steps * gates, char_dim + width, gates * (char_dim + width), element_size=size, training=training
+        )
+        output = dot_cost(
+            steps * self.output.out_features, width, self.output.weight.numel(), element_size=size, training=training
+        )
+        start = dot_cost(
+            rows * (char_dim + width),
+            self.in_features,
+            (char_dim + width) * self.in_features,
+            element_size=size,
+            training=training,
+        )
         return cell + output + start + hidden_cost(rows, self.in_features, element_size=size, training=training)
 
     # ------------------------------------------------------------------ exact top-k
@@ -275,7 +301,7 @@ class CharacterSoftmax(OutputLayer):
                 advance=advance,
             )
 
-    def _expand(self, query: Tensor, node: Tensor, log_p: Tensor, state: Optional[Tensor]) -> Children:
+    def _expand(self, query: Tensor, node: Tensor, log_p: Tensor, state: Tensor | None) -> Children:
         """The children of trie ``node``s whose decoder ``state``s are given: every child prefix,
         and the end of the word for a node that spells one."""
         symbol_log_p = self._symbol_log_probs(state, node)
@@ -286,7 +312,9 @@ class CharacterSoftmax(OutputLayer):
         return Children(
             pair=torch.cat([pair, ends]),
             node=torch.cat([child, node[ends]]),
-            log_p=torch.cat([log_p[pair] + symbol_log_p[pair, self.symbol[child]], log_p[ends] + symbol_log_p[ends, END]]),
+            log_p=torch.cat(
+                [log_p[pair] + symbol_log_p[pair, self.symbol[child]], log_p[ends] + symbol_log_p[ends, END]]
+            ),
             word=torch.cat([torch.full_like(child, -1), self.word[node[ends]]]),
         )
 

@@ -12,10 +12,11 @@ words is computed once. Two things here make that pass cheaper than a cell step 
   symbol's embedding plus the conditioning C h_model, so W_i x is a per-symbol table plus a per-row
   term, and W_h h depends only on the parent: one matrix product per parent node, none per child.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import torch
 from torch import Tensor, nn

@@ -14,7 +14,8 @@ words=...)`` is the exact loss that runs the CNN over the whole vocabulary at ev
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from bigvocab.outputs.sampled import SampledSoftmax
 from bigvocab.outputs.sampling import SamplerSpec
@@ -40,10 +41,10 @@ class CNNSoftmax(SampledSoftmax):
         in_features: int,
         num_classes: int,
         *,
-        words: Optional[Sequence[str]] = None,
-        num_samples: Optional[int] = None,
+        words: Sequence[str] | None = None,
+        num_samples: int | None = None,
         sampler: SamplerSpec = None,
-        counts: Optional[Sequence[float]] = None,
+        counts: Sequence[float] | None = None,
         **cnn_options: Any,
     ) -> None:
         super().__init__(
@@ -61,10 +62,10 @@ class CNNSoftmax(SampledSoftmax):
     default_scorer = "cnn"
 
     @classmethod
-    def accepted_options(cls, options: Mapping[str, Any]) -> Optional[set[str]]:
+    def accepted_options(cls, options: Mapping[str, Any]) -> set[str] | None:
         """Its own keywords and the cnn scorer's (the scorer is not a choice here)."""
         return super().accepted_options({}) - {"scorer"}
 
     @staticmethod
-    def _default_sampler(counts: Optional[Sequence[float]]) -> tuple[str, dict]:
+    def _default_sampler(counts: Sequence[float] | None) -> tuple[str, dict]:
         return ("log_uniform", {})

@@ -25,8 +25,8 @@ Accounting (the standard one of Kaplan et al. 2020, section 2.1):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from torch import Tensor, nn
 
@@ -43,7 +43,7 @@ class Cost:
     bytes: float
     gathered: float = 0.0
 
-    def __add__(self, other: "Cost") -> "Cost":
+    def __add__(self, other: Cost) -> Cost:
         return Cost(self.flops + other.flops, self.bytes + other.bytes, self.gathered + other.gathered)
 
 

@@ -22,7 +22,7 @@ softmax. Pass ``cutoffs`` and ``dims`` to use the paper's once checked against i
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor, nn
@@ -69,13 +69,13 @@ class DifferentiatedSoftmax(OutputLayer):
         in_features: int,
         num_classes: int,
         *,
-        cutoffs: Optional[Sequence[int]] = None,
-        dims: Optional[Sequence[int]] = None,
+        cutoffs: Sequence[int] | None = None,
+        dims: Sequence[int] | None = None,
         counts=None,
         bias: bool = True,
-        max_chunk_elements: Optional[int] = None,
-        device: Optional[torch.device] = None,
-        dtype: Optional[torch.dtype] = None,
+        max_chunk_elements: int | None = None,
+        device: torch.device | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(in_features, num_classes)
         self.cutoffs = resolve_cutoffs(cutoffs, num_classes, counts, owner="dsoftmax")

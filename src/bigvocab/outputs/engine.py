@@ -13,10 +13,10 @@ way declares it, so that the engine reads declarations and names no layer:
 ``rows`` is the layer's own parameter, not a copy: the engine trains the model in place through
 a numpy view of its memory.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 from torch import Tensor
 
@@ -46,10 +46,10 @@ class EngineTables:
     kind: str
     rows: Tensor
     num_samples: int = 0
-    noise: Optional[Tensor] = None
-    path_offsets: Optional[Tensor] = None
-    path_rows: Optional[Tensor] = None
-    path_codes: Optional[Tensor] = None
+    noise: Tensor | None = None
+    path_offsets: Tensor | None = None
+    path_rows: Tensor | None = None
+    path_codes: Tensor | None = None
 
 
 def layer_for_engine_kind(kind: str) -> str:
@@ -64,7 +64,7 @@ def layer_for_engine_kind(kind: str) -> str:
     return names[0]
 
 
-def engine_kind_of(name: str) -> Optional[str]:
+def engine_kind_of(name: str) -> str | None:
     """The ``engine_kind`` that the registered output layer ``name`` declares (None: none)."""
     from bigvocab.registry import OUTPUTS
 

@@ -8,6 +8,7 @@ Side inputs -- ``counts`` (training frequencies), ``words`` (the vocabulary stri
 that declare it (:meth:`~bigvocab.outputs.base.OutputLayer.side_inputs`), so a caller that has
 them passes them always and never needs to know which layer reads what.
 """
+
 from __future__ import annotations
 
 from typing import Any

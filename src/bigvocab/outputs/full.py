@@ -7,9 +7,8 @@ vocabulary chunk within ``max_chunk_elements``, or, when no budget is given, blo
 no larger than the weight matrix (at most 2**28 logits), which need three products a step
 instead of four.
 """
-from __future__ import annotations
 
-from typing import Optional
+from __future__ import annotations
 
 from torch import Tensor
 
@@ -29,7 +28,7 @@ class FullSoftmax(ScoredOutput):
     ``max_chunk_elements``, ``device``, ``dtype`` and the scorer's options).
     """
 
-    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
+    def _loss(self, hidden: Tensor, target: Tensor, context: Tensor | None) -> Tensor:
         # The loss is reduced by a mean or sum (``OutputLayer.loss``): every row weighs alike.
         log_z, target_logit = self.log_normaliser(hidden, target, equal_row_weights=True)
         return log_z - target_logit

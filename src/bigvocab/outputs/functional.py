@@ -9,9 +9,8 @@
   never exist at once.
 * :func:`chunked_topk` -- exact top-k of a linear softmax, chunk by chunk.
 """
-from __future__ import annotations
 
-from typing import Optional
+from __future__ import annotations
 
 import torch
 from torch import Tensor
@@ -21,10 +20,10 @@ DEFAULT_CHUNK_ELEMENTS = 1 << 24
 
 #: The default budget on a CUDA device (1 GiB in float32). It lets the row-blocked pass (three
 #: products, :data:`MIN_ROW_BLOCK` rows or more at once) run up to V = 2M at N = 1024, where 64 MiB
-#: forces vocabulary chunks (four products): on an H100 the step at N x H x V = 1024 x 256 x 1M
-#: went from 68.3 to 51.5 ms (``results/gpu-2026-11-26``, section 5). On the CPU the larger budget
+#: forces vocabulary chunks (four products): on a GPU the step at N x H x V = 1024 x 256 x 1M
+#: went from 68.3 to 51.5 ms (``docs/design/full-softmax-blocks.md``). On the CPU the larger budget
 #: does not pay: row blocks of 512 MiB ran 28.2 s a step there against 27.2 s for the class-major
-#: chunks (``results/full-row-blocks/v1m-s12.log``).
+#: chunks (``docs/design/full-softmax-blocks.md``).
 CUDA_CHUNK_ELEMENTS = 1 << 28
 
 #: :func:`marked_or_sorted_ids` sorts the ids rather than marking the classes above this many classes per
@@ -41,7 +40,7 @@ MIN_ROW_BLOCK = 128
 #: than the (V, H) weight matrix has elements: the block is then at most as large as the weight
 #: gradient the step writes anyway. On the CPU at N x H x V = 1024 x 256 x 1M the 64 MiB chunk
 #: budget fits 16 rows (vocabulary chunks, four products); a (V, 256) block of 1 GiB takes the
-#: step to three products, 19.98 -> 16.26 s paired (``results/full-row-blocks-class-major``).
+#: step to three products, 19.98 -> 16.26 s paired (``docs/design/full-softmax-blocks.md``).
 ROW_BLOCK_ELEMENTS = 1 << 28
 
 #: Most rows for which :func:`example_logits` takes its product class-major on the CPU.
@@ -85,7 +84,7 @@ def distinct_ids(ids: Tensor, num_classes: int) -> tuple[Tensor, Tensor]:
     On the CPU a compiled bitmap over the classes (:func:`~bigvocab.kernels.ids.distinct_sorted`):
     O(V / 64 + M) for M ids and no sort, 2.6-17x faster than :func:`marked_or_sorted_ids` (used
     elsewhere) for a step's 6k-263k ids at V = 10k-1M, and training steps of ``nce``, ``neg`` and
-    ``hsm`` 1.05-1.18x faster at V = 1M (results/distinct-ids-bitmap).
+    ``hsm`` 1.05-1.18x faster at V = 1M (``docs/design/distinct-ids.md``).
     """
     flat = ids.reshape(-1)
     if flat.device.type != "cpu":
@@ -95,7 +94,9 @@ def distinct_ids(ids: Tensor, num_classes: int) -> tuple[Tensor, Tensor]:
     try:
         unique, inverse = distinct_sorted(flat.to(torch.long).contiguous().numpy(), num_classes)
     except IndexError:
-        raise IndexError(f"class ids must lie in [0, {num_classes}), got {int(flat.min())}..{int(flat.max())}") from None
+        raise IndexError(
+            f"class ids must lie in [0, {num_classes}), got {int(flat.min())}..{int(flat.max())}"
+        ) from None
     return torch.from_numpy(unique), torch.from_numpy(inverse).view(ids.shape)
 
 
@@ -106,7 +107,7 @@ def marked_or_sorted_ids(ids: Tensor, num_classes: int) -> tuple[Tensor, Tensor]
     negatives at V = 1M), where the sort's O(M log M) wins. The marks are written by ``scatter_``
     and the positions read by ``index_select``: torch's indexed assignment (``present[ids] = True``)
     and ``position[ids]`` were as slow or slower at every size measured, up to 3x
-    (results/distinct-ids-scatter).
+    (``docs/design/distinct-ids.md``).
     """
     flat = ids.reshape(-1)
     if num_classes > SORT_ABOVE_CLASSES_PER_ID * flat.numel():
@@ -118,7 +119,7 @@ def marked_or_sorted_ids(ids: Tensor, num_classes: int) -> tuple[Tensor, Tensor]
     return unique, position.index_select(0, flat).view(ids.shape)
 
 
-def chunk_budget(max_elements: Optional[int], device: torch.device) -> int:
+def chunk_budget(max_elements: int | None, device: torch.device) -> int:
     """Logits a chunk may hold: ``max_elements`` when the caller gives it, else the default of
     ``device``'s kind (:data:`CUDA_CHUNK_ELEMENTS` on CUDA, :data:`DEFAULT_CHUNK_ELEMENTS` elsewhere)."""
     if max_elements is not None:
@@ -131,14 +132,14 @@ def chunk_size_for(num_rows: int, num_classes: int, budget: int) -> int:
     return max(1, min(num_classes, budget // max(1, num_rows)))
 
 
-def example_logits(hidden: Tensor, weight: Tensor, bias: Optional[Tensor], *, out: Optional[Tensor] = None) -> Tensor:
+def example_logits(hidden: Tensor, weight: Tensor, bias: Tensor | None, *, out: Tensor | None = None) -> Tensor:
     """(N, C) logits h Wᵀ (+ b) of hidden (N, H) against the class rows weight (C, H), bias (C,),
     into ``out`` (N, C) when given (it may be the first columns of wider rows).
 
     With up to :data:`FEW_ROWS` rows on the CPU the product is taken class-major, W hᵀ (C, N), and
     copied out transposed: at H = 256 and C = 33k-1M the BLAS product h Wᵀ ran 1.7-6.7x slower
     than that for N = 2-8 (213 against 56 ms for 4 rows at 1M, where the weights stream in 32 ms),
-    and within noise of it from about 12 rows on (results/few-row-logits). One row goes in twice:
+    and within noise of it from about 12 rows on (``docs/design/few-row-logits.md``). One row goes in twice:
     as a matrix-vector product, either way round, it took about as long as h Wᵀ for 4 rows (150 ms
     at 1M), two copies class-major 46 ms."""
     rows = hidden.shape[0]
@@ -153,14 +154,14 @@ def example_logits(hidden: Tensor, weight: Tensor, bias: Optional[Tensor], *, ou
 
 
 def _class_major_logits(
-    hidden: Tensor, weight: Tensor, bias: Optional[Tensor], start: int, stop: int, *, out: Optional[Tensor] = None
+    hidden: Tensor, weight: Tensor, bias: Tensor | None, start: int, stop: int, *, out: Tensor | None = None
 ) -> Tensor:
     """(stop - start, N) logits of classes ``start:stop``, class-major, into ``out`` when given.
 
     The vocabulary-chunk passes take their logits as W_c hᵀ rather than h W_cᵀ: on the CPU (MKL)
     the (C, H) x (H, N) product ran about 1.7x faster than the (N, H) x (H, C) one for N = 1024,
     C = 16,384, H = 256, and the chunked step 1.09-1.25x faster; a chunk of classes is then a
-    contiguous block of rows of the scratch buffer (``results/full-class-major``).
+    contiguous block of rows of the scratch buffer (``docs/design/full-softmax-blocks.md``).
     """
     if bias is None:
         return torch.mm(weight[start:stop], hidden.t(), out=out)
@@ -252,13 +253,13 @@ class _ChunkedLogSumExp(torch.autograd.Function):
 def _chunked_grads(
     hidden: Tensor,
     weight: Tensor,
-    bias: Optional[Tensor],
+    bias: Tensor | None,
     log_z: Tensor,
     row_scale: Tensor,
     chunk: int,
-    kept: Optional[tuple[Tensor, Tensor]],
+    kept: tuple[Tensor, Tensor] | None,
     needs: tuple[bool, bool, bool],
-) -> tuple[Optional[Tensor], Optional[Tensor], Optional[Tensor]]:
+) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
     """``(P W, Pᵀ (row_scale ⊙ hidden), Pᵀ row_scale)`` by vocabulary chunks, each ``None`` where
     ``needs`` says so; P is recomputed as exp(logits - log Z), or read from ``kept`` (the one
     chunk as exp(logits - peak), with exp(peak - log Z) already folded into ``row_scale``). Chunks
@@ -300,7 +301,7 @@ def _finish_forward(ctx, hidden, weight, bias, target, log_z, chunk):
 
 
 def _row_blocked_pass(
-    hidden: Tensor, weight: Tensor, bias: Optional[Tensor], row_block: int, needs: tuple[bool, ...]
+    hidden: Tensor, weight: Tensor, bias: Tensor | None, row_block: int, needs: tuple[bool, ...]
 ) -> tuple[Tensor, dict]:
     """log Z (N,) and the gradients of Σ_n log Z_n, for the rows ``row_block`` at a time.
 
@@ -313,7 +314,7 @@ def _row_blocked_pass(
 
     Blocks are class-major, (V, rows), as the vocabulary chunks are (:func:`_class_major_logits`):
     at V = 1M and 256 rows on the CPU the three products ran at 124-141 GFLOP/s
-    (``results/full-row-blocks-class-major``). A partial last block is the front of the same
+    (``docs/design/full-softmax-blocks.md``). A partial last block is the front of the same
     storage, so it too is contiguous.
     """
     need_hidden, need_weight, need_bias = needs
@@ -374,10 +375,10 @@ def _fused_backward(ctx, grad_log_z: Tensor, grad_target: Tensor):
 def chunked_logsumexp(
     hidden: Tensor,
     weight: Tensor,
-    bias: Optional[Tensor],
+    bias: Tensor | None,
     target: Tensor,
     *,
-    max_chunk_elements: Optional[int] = None,
+    max_chunk_elements: int | None = None,
     equal_row_weights: bool = False,
 ) -> tuple[Tensor, Tensor]:
     """Return ``(log Z, s_target)``, each (N,), for logits ``s = hidden @ weight.T + bias``.
@@ -406,10 +407,10 @@ def chunked_logsumexp(
 def chunked_topk(
     hidden: Tensor,
     weight: Tensor,
-    bias: Optional[Tensor],
+    bias: Tensor | None,
     k: int,
     *,
-    max_chunk_elements: Optional[int] = None,
+    max_chunk_elements: int | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Exact top-k log-probabilities and ids of the linear softmax, (N, k) each, best first.
 

@@ -23,7 +23,8 @@ model) that a query would expand more than ``search_budget`` nodes, that query i
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Optional, Union
+from collections.abc import Mapping
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -31,9 +32,15 @@ from torch.nn import functional as F
 
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.base import OutputLayer
-from bigvocab.outputs.functional import DEFAULT_CHUNK_ELEMENTS, distinct_ids, example_logits, gather_rows, pairs_compiled
 from bigvocab.outputs.cost import Cost, dot_cost, hidden_cost
 from bigvocab.outputs.engine import HIERARCHICAL_SOFTMAX, EngineTables
+from bigvocab.outputs.functional import (
+    DEFAULT_CHUNK_ELEMENTS,
+    distinct_ids,
+    example_logits,
+    gather_rows,
+    pairs_compiled,
+)
 from bigvocab.outputs.search import Children, tree_topk
 from bigvocab.outputs.trees import Tree, build_tree, segment_ranges, tree_side_inputs
 from bigvocab.registry import OUTPUTS, TREES
@@ -130,14 +137,14 @@ class HierarchicalSoftmax(OutputLayer):
         in_features: int,
         num_classes: int,
         *,
-        tree: Union[str, Tree, Mapping] = "huffman",
+        tree: str | Tree | Mapping = "huffman",
         counts=None,
-        vectors: Optional[Tensor] = None,
+        vectors: Tensor | None = None,
         bias: bool = True,
         zero_init: bool = False,
-        max_chunk_elements: Optional[int] = None,
-        device: Optional[torch.device] = None,
-        dtype: Optional[torch.dtype] = None,
+        max_chunk_elements: int | None = None,
+        device: torch.device | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(in_features, num_classes)
         self.zero_init = check_flag("zero_init", zero_init)
@@ -170,7 +177,7 @@ class HierarchicalSoftmax(OutputLayer):
         if self.bias is not None:
             nn.init.zeros_(self.bias)
 
-    def engine_unsupported(self) -> Optional[str]:
+    def engine_unsupported(self) -> str | None:
         """word2vec's hierarchical softmax: one sigmoid per node of a binary tree, no bias."""
         if self.bias is not None:
             return "the engine's output layers have no bias (word2vec's); this one has one"
@@ -180,8 +187,13 @@ class HierarchicalSoftmax(OutputLayer):
         nodes = self._path_nodes.cpu().long()
         # a binary node's one vector is row param_base[node]
         rows = self._param_base.cpu()[nodes]
-        return EngineTables("hs", self.weight, path_offsets=self._path_offsets.cpu(), path_rows=rows,
-                            path_codes=self._path_positions.cpu().long())
+        return EngineTables(
+            "hs",
+            self.weight,
+            path_offsets=self._path_offsets.cpu(),
+            path_rows=rows,
+            path_codes=self._path_positions.cpu().long(),
+        )
 
     # ------------------------------------------------------------------ the tree as buffers
     @classmethod
@@ -259,16 +271,14 @@ class HierarchicalSoftmax(OutputLayer):
         size = self.element_size()
         weights = distinct * (self.in_features + (self.bias is not None))
         path_rows = dot_cost(vectors, self.in_features, weights, element_size=size, training=training, gathered=True)
-        return path_rows + hidden_cost(
-            target.numel(), self.in_features, element_size=size, training=training
-        )
+        return path_rows + hidden_cost(target.numel(), self.in_features, element_size=size, training=training)
 
     # ------------------------------------------------------------------ paths and decisions
     def _steps(self, target: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """Every (example, node, child position) on the targets' paths, flat: three (S,) tensors,
         gathered from the stored paths (walking up the tree one level per step took 0.70-0.72 ms
         for 1,024 targets of a Huffman tree at V = 1M, the gather 0.18-0.19 ms;
-        results/hsm-path-gather/steps_alone.log)."""
+        ``docs/design/hsm-training-step.md``)."""
         start = self._path_offsets[target]
         depth = self._path_offsets[target + 1] - start
         example = torch.repeat_interleave(torch.arange(target.shape[0], device=target.device), depth)
@@ -281,7 +291,7 @@ class HierarchicalSoftmax(OutputLayer):
         A binary node has one decision vector, its child 0 the reference: log p = -softplus(s) for
         child 0 and -softplus(-s) for child 1, two elementwise passes instead of the general
         node's segments of arity - 1 logits and their normaliser (about 20 small index, scatter
-        and cumsum operations over the S steps; results/hsm-binary-steps).
+        and cumsum operations over the S steps; ``docs/design/hsm-training-step.md``).
         """
         if self._binary:
             logits = self._row_logits(hidden, example, self._param_base[node])
@@ -353,7 +363,7 @@ class HierarchicalSoftmax(OutputLayer):
         tree (:mod:`bigvocab.outputs.parallel.hsm`) assembles them from the ranks' rows instead."""
         return row_scores(self.weight, self.bias, h)
 
-    def _example_logits(self, h: Tensor, out: Optional[Tensor] = None) -> Tensor:
+    def _example_logits(self, h: Tensor, out: Tensor | None = None) -> Tensor:
         """(n, V - 1): the same scores example-major, the layout the compiled pass walks; written
         into ``out`` (n, V - 1) when given, which may be the first columns of wider rows."""
         return example_logits(h, self.weight, self.bias, out=out)
@@ -363,9 +373,9 @@ class HierarchicalSoftmax(OutputLayer):
         pass per row (:mod:`bigvocab.kernels.trees`: a binary tree's, or for float32 any
         tree's), rows split over torch's threads. The chunks share one logits buffer (and, for a
         float64 binary tree, one softplus buffer): allocating them afresh for every chunk made the
-        pass at V = 1M 1.3x slower (results/hsm-log-softmax-buffers). Its rows are padded to an
+        pass at V = 1M 1.3x slower (``docs/design/hsm-log-softmax.md``). Its rows are padded to an
         aligned width, since the product into rows of V - 1 (odd) columns ran up to 1.75x slower
-        (results/hsm-aligned-logits)."""
+        (``docs/design/hsm-log-softmax.md``)."""
         # numba loads on first use
         from bigvocab.kernels.trees import (
             aligned_width,
@@ -382,13 +392,19 @@ class HierarchicalSoftmax(OutputLayer):
             children, scratch = self._children.view(-1, 2), softplus_scratch(logits[:, :rows])
 
             def leaf_log_probs(chunk: Tensor, into: Tensor) -> None:
-                binary_leaf_log_probs(chunk, children, threads=threads, out=into,
-                                      scratch=None if scratch is None else scratch[: chunk.shape[0]])
+                binary_leaf_log_probs(
+                    chunk,
+                    children,
+                    threads=threads,
+                    out=into,
+                    scratch=None if scratch is None else scratch[: chunk.shape[0]],
+                )
         else:
 
             def leaf_log_probs(chunk: Tensor, into: Tensor) -> None:
-                general_leaf_log_probs(chunk, self._children, self._child_offsets, self._leaf_runs,
-                                       threads=threads, out=into)
+                general_leaf_log_probs(
+                    chunk, self._children, self._child_offsets, self._leaf_runs, threads=threads, out=into
+                )
 
         for start in range(0, hidden.shape[0], rows_per_chunk):
             h = hidden[start : start + rows_per_chunk]
@@ -464,7 +480,7 @@ class HierarchicalSoftmax(OutputLayer):
     def _topk_chunk(self, hidden: Tensor, k: int) -> tuple[Tensor, Tensor]:
         num_nodes = self._num_nodes
 
-        def expand(query: Tensor, node: Tensor, log_p: Tensor, payload: Optional[Tensor]) -> Children:
+        def expand(query: Tensor, node: Tensor, log_p: Tensor, payload: Tensor | None) -> Children:
             pair, child, child_log_p, _ = self._expand(hidden, query, node, log_p)
             # Unified ids: internal nodes first, then the leaves (classes).
             return Children(pair, child, child_log_p, torch.where(child >= num_nodes, child - num_nodes, -1))
@@ -489,11 +505,10 @@ class HierarchicalSoftmax(OutputLayer):
         return VocabParallelHSM(self, group)
 
     def extra_repr(self) -> str:
-        return (super().extra_repr() + f", tree={self.tree!r}, bias={self.bias is not None}"
-                f", zero_init={self.zero_init}")
+        return super().extra_repr() + f", tree={self.tree!r}, bias={self.bias is not None}, zero_init={self.zero_init}"
 
 
-def row_scores(weight: Tensor, bias: Optional[Tensor], h: Tensor) -> Tensor:
+def row_scores(weight: Tensor, bias: Tensor | None, h: Tensor) -> Tensor:
     """(rows, n) = weight h^T + bias: node-major scores of the rows for the n hidden states h."""
     if bias is None:
         return torch.mm(weight, h.t())
@@ -503,4 +518,3 @@ def row_scores(weight: Tensor, bias: Optional[Tensor], h: Tensor) -> Tensor:
 def _differentiable(hidden: Tensor, weight: Tensor) -> bool:
     """Whether autograd records a computation on these inputs now."""
     return torch.is_grad_enabled() and (hidden.requires_grad or weight.requires_grad)
-

@@ -14,7 +14,7 @@ expected penalty is exactly Devlin et al.'s α (log Z_n)². Only the m chosen ro
 gradient 2α log Z when log Z = 1 / (2α), so log Z settles near 1 / (2α) (5 at α = 0.1), and there
 the expected gradient equals the maximum-likelihood one up to how much log Z varies between
 contexts. Measured on the synthetic language (V = 5,000, 200k tokens, NNLM, 2 epochs, exact test
-perplexity; ``full`` 564; ``results/brown-nnlm/ablations.sh``), with Adam: α = 0.1 gives 702 at
+perplexity; ``full`` 564; ``docs/design/sampling-objective-defaults.md``), with Adam: α = 0.1 gives 702 at
 γ = 0.1, 610 at γ = 0.5, 582 at γ = 1; α = 0.5 and 1 give 940 and 970 at γ = 0.1 (log Z 1.0 and
 0.5). With SGD (lr 0.5; ``full`` 900) γ = 0.1 and γ = 1 give the same 1011 and 1010: the
 expected gradient does not depend on γ, so the cost of a small γ comes with Adam (most likely
@@ -24,7 +24,7 @@ Andreas & Klein report.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -50,7 +50,7 @@ class InfrequentNormalisation(SelfNormalised):
         super().__init__(in_features, num_classes, alpha=alpha, **scorer_options)
         self.gamma = check_probability("gamma", gamma, allow_zero=False)
 
-    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
+    def _loss(self, hidden: Tensor, target: Tensor, context: Tensor | None) -> Tensor:
         batch_size = hidden.shape[0]
         loss = -self.target_logits(hidden, target)
         if batch_size == 0:

@@ -16,7 +16,7 @@ Noise is drawn per example by default, k for each data word as in Mnih & Teh. On
 the batch (``shared=True``, Jozefowicz et al.'s trick for sampled softmax) has the same expected
 gradient, but all N examples then push down the same k words: their noise terms are correlated,
 so the batch gradient's variance no longer falls like 1/N. Measured on the synthetic language
-(V = 5,000, 200k tokens, NNLM, 2 epochs, exact test perplexity; ``results/brown-nnlm/ablations.sh``):
+(V = 5,000, 200k tokens, NNLM, 2 epochs, exact test perplexity; ``docs/design/sampling-objective-defaults.md``):
 with Adam, ``full`` 564, shared noise 924 at k = 25 and 727 at k = 100, per-example noise 589 and
 582 (shared with a learned log Z: 747); with SGD (lr 0.5), ``full`` 900, shared 1152, per-example
 963. On Brown (NNLM, Bengio et al.'s protocol) per-example noise took NCE from 237.4 to 188.1
@@ -26,7 +26,8 @@ against ``full``'s 199.2.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -66,9 +67,9 @@ class NoiseContrastiveEstimation(SamplingOutput):
         in_features: int,
         num_classes: int,
         *,
-        num_samples: Optional[int] = None,
+        num_samples: int | None = None,
         sampler: SamplerSpec = None,
-        counts: Optional[Sequence[float]] = None,
+        counts: Sequence[float] | None = None,
         shared: bool = False,
         normaliser: str = "fixed",
         log_z: float = 0.0,
@@ -98,7 +99,7 @@ class NoiseContrastiveEstimation(SamplingOutput):
         if self.bias is not None:
             nn.init.constant_(self.bias, -math.log(self.num_classes))
 
-    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
+    def _loss(self, hidden: Tensor, target: Tensor, context: Tensor | None) -> Tensor:
         noise, num_draws = self._draw(hidden.shape[0])
         log_kq_target = log_expected_count(self.sampler.log_q(target), num_draws, unique=False)
         log_kq_noise = log_expected_count(self.sampler.log_q(noise), num_draws, unique=False)

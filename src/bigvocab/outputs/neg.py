@@ -17,7 +17,8 @@ uniform in ±1/sqrt(H) like the other linear layers.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -63,14 +64,14 @@ class NegativeSampling(SamplingOutput):
         in_features: int,
         num_classes: int,
         *,
-        num_samples: Optional[int] = None,
+        num_samples: int | None = None,
         sampler: SamplerSpec = None,
-        ns_exponent: Optional[float] = None,
-        counts: Optional[Sequence[float]] = None,
+        ns_exponent: float | None = None,
+        counts: Sequence[float] | None = None,
         shared: bool = False,
         remove_accidental_hits: bool = True,
         bias: bool = False,
-        zero_init: Optional[bool] = None,
+        zero_init: bool | None = None,
         **scorer_options: Any,
     ) -> None:
         if ns_exponent is not None and sampler is not None:
@@ -100,7 +101,7 @@ class NegativeSampling(SamplingOutput):
         if self.zero_init:
             self.scorer.zero_rows_()
 
-    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
+    def _loss(self, hidden: Tensor, target: Tensor, context: Tensor | None) -> Tensor:
         negatives, _ = self._draw(hidden.shape[0])
         target_logit, negative_logit = self.target_and_class_logits(hidden, target, negatives)
         # -log σ(-s) = softplus(s), stable for large |s|.
@@ -110,7 +111,7 @@ class NegativeSampling(SamplingOutput):
         self._observe(target)
         return F.softplus(-target_logit) + negative_loss.sum(dim=1)
 
-    def engine_unsupported(self) -> Optional[str]:
+    def engine_unsupported(self) -> str | None:
         """word2vec's update: free output rows without bias, k negatives drawn per example from a
         fixed distribution, a negative equal to the target skipped."""
         if not isinstance(self.scorer, LinearScorer):
@@ -131,5 +132,6 @@ class NegativeSampling(SamplingOutput):
         return EngineTables("neg", weight, num_samples=self.num_samples, noise=noise)
 
     def extra_repr(self) -> str:
-        return (super().extra_repr() + f", remove_accidental_hits={self.remove_accidental_hits}"
-                f", zero_init={self.zero_init}")
+        return (
+            super().extra_repr() + f", remove_accidental_hits={self.remove_accidental_hits}, zero_init={self.zero_init}"
+        )

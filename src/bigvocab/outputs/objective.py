@@ -17,7 +17,8 @@ a state dict saved before scorers existed (``weight`` rather than ``scorer.weigh
 from __future__ import annotations
 
 import inspect
-from typing import Any, Mapping, Optional, Union
+from collections.abc import Mapping
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -28,7 +29,7 @@ from bigvocab.outputs.cost import Cost, hidden_cost
 from bigvocab.outputs.scorers.base import Scorer
 from bigvocab.registry import SCORERS, keyword_options
 
-ScorerSpec = Union[str, Scorer]
+ScorerSpec = str | Scorer
 
 
 class ScoredOutput(OutputLayer):
@@ -60,11 +61,11 @@ class ScoredOutput(OutputLayer):
         in_features: int,
         num_classes: int,
         *,
-        scorer: Optional[ScorerSpec] = None,
+        scorer: ScorerSpec | None = None,
         bias: bool = True,
-        max_chunk_elements: Optional[int] = None,
-        device: Optional[torch.device] = None,
-        dtype: Optional[torch.dtype] = None,
+        max_chunk_elements: int | None = None,
+        device: torch.device | None = None,
+        dtype: torch.dtype | None = None,
         **scorer_options: Any,
     ) -> None:
         super().__init__(in_features, num_classes)
@@ -81,8 +82,14 @@ class ScoredOutput(OutputLayer):
             self.scorer = scorer
         elif isinstance(scorer, str):
             self.scorer = SCORERS.create(
-                scorer, in_features, num_classes, bias=bias, max_chunk_elements=max_chunk_elements,
-                device=device, dtype=dtype, **scorer_options,
+                scorer,
+                in_features,
+                num_classes,
+                bias=bias,
+                max_chunk_elements=max_chunk_elements,
+                device=device,
+                dtype=dtype,
+                **scorer_options,
             )
         else:
             raise ConfigError(f"scorer must be a registered name or a Scorer, got {type(scorer).__name__}")
@@ -105,7 +112,7 @@ class ScoredOutput(OutputLayer):
         return self
 
     @classmethod
-    def accepted_options(cls, options: Mapping[str, Any]) -> Optional[set[str]]:
+    def accepted_options(cls, options: Mapping[str, Any]) -> set[str] | None:
         """The constructor's keywords; one that passes ``**scorer_options`` on to this base also
         takes this base's and the chosen scorer's."""
         own = keyword_options(cls)
@@ -177,7 +184,7 @@ class ScoredOutput(OutputLayer):
         return self.scorer.topk(hidden, k)
 
     # ------------------------------------------------------------------ approximate top-k (bigvocab.index)
-    def _indexed_rows(self) -> tuple[Tensor, Optional[Tensor]]:
+    def _indexed_rows(self) -> tuple[Tensor, Tensor | None]:
         if not self.scorer.free_rows:
             return super()._indexed_rows()
         return self.scorer.weight, self.scorer.bias
@@ -214,8 +221,8 @@ class ScoredOutput(OutputLayer):
         # Keys of the one-class layers (``weight``, ``cnn.*``...) belong to the scorer now.
         own = set(self._parameters) | set(self._buffers) | set(self._modules)
         for key in [k for k in state_dict if k.startswith(prefix)]:
-            if key[len(prefix):].split(".", 1)[0] not in own:
-                state_dict[prefix + "scorer." + key[len(prefix):]] = state_dict.pop(key)
+            if key[len(prefix) :].split(".", 1)[0] not in own:
+                state_dict[prefix + "scorer." + key[len(prefix) :]] = state_dict.pop(key)
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
 

@@ -14,7 +14,8 @@ reaches the exact gradient when the candidates cover the vocabulary.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from torch import Tensor
 
@@ -49,11 +50,11 @@ class SampledSoftmax(SamplingOutput):
         in_features: int,
         num_classes: int,
         *,
-        num_samples: Optional[int] = None,
+        num_samples: int | None = None,
         sampler: SamplerSpec = None,
-        counts: Optional[Sequence[float]] = None,
+        counts: Sequence[float] | None = None,
         shared: bool = True,
-        unique: Optional[bool] = None,
+        unique: bool | None = None,
         remove_accidental_hits: bool = True,
         **scorer_options: Any,
     ) -> None:
@@ -76,10 +77,10 @@ class SampledSoftmax(SamplingOutput):
             raise ConfigError(f"unique=True needs an unconditional sampler, not {type(self.sampler).__name__}")
 
     @staticmethod
-    def _default_sampler(counts: Optional[Sequence[float]]) -> tuple[str, dict]:
+    def _default_sampler(counts: Sequence[float] | None) -> tuple[str, dict]:
         return ("unigram", {}) if counts is not None else ("log_uniform", {})
 
-    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
+    def _loss(self, hidden: Tensor, target: Tensor, context: Tensor | None) -> Tensor:
         sampled, num_draws = self._draw(hidden.shape[0], unique=self.unique)
         target_logit, sampled_logit = self.target_and_class_logits(hidden, target, sampled)
         loss = sampled_softmax_loss(

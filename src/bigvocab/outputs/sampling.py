@@ -14,19 +14,20 @@ only the rows a step samples receive (sparse) gradients.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Union
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from bigvocab.errors import ConfigError
-from bigvocab.samplers.factory import create_sampler
 from bigvocab.outputs.objective import ScoredOutput
 from bigvocab.samplers.base import Sampler, inclusion_probabilities
+from bigvocab.samplers.factory import create_sampler
 from bigvocab.validation import check_flag, check_num_samples
 
-SamplerSpec = Union[str, Sampler, None]
+SamplerSpec = str | Sampler | None
 
 
 def accidental_hits(target: Tensor, sampled: Tensor) -> Tensor:
@@ -39,7 +40,7 @@ class _SampledSoftmaxLoss(torch.autograd.Function):
     are computed in place in one (N, k) buffer and saved, and the backward is one product with
     them. Composed from torch operations (mask, subtract, concatenate, ``logsumexp``, slice) the
     loss of ``sampled`` (N = k = 1024) took 6.3-21.7 ms forward and backward, by hand 1.7-2.1 ms
-    (results/sampled-loss-fused)."""
+    (``docs/design/sampled-loss.md``)."""
 
     @staticmethod
     def forward(ctx, target_logit, sampled_logit, target_log_count, sampled_log_count, hits):  # type: ignore[override]
@@ -82,7 +83,7 @@ def sampled_softmax_loss(
     sampled_logit: Tensor,
     target_log_count: Tensor,
     sampled_log_count: Tensor,
-    hits: Optional[Tensor] = None,
+    hits: Tensor | None = None,
 ) -> Tensor:
     """Per-example loss (N,) of the softmax over the target and its k sampled classes, each logit
     minus the log of its expected count in the candidate set (the log-Q correction that makes the
@@ -101,11 +102,11 @@ def sampled_softmax_loss(
 def resolve_sampler(
     sampler: SamplerSpec,
     num_classes: int,
-    counts: Optional[Sequence[float]],
+    counts: Sequence[float] | None,
     default: str,
     *,
-    device: Optional[torch.device] = None,
-    dtype: Optional[torch.dtype] = None,
+    device: torch.device | None = None,
+    dtype: torch.dtype | None = None,
     **default_options: Any,
 ) -> Sampler:
     """A :class:`Sampler` from a registered name, an instance (used as given), or None
@@ -143,11 +144,11 @@ class SamplingOutput(ScoredOutput):
         in_features: int,
         num_classes: int,
         *,
-        num_samples: Optional[int],
+        num_samples: int | None,
         default_num_samples: int,
         sampler: SamplerSpec,
         default_sampler: tuple[str, dict],
-        counts: Optional[Sequence[float]],
+        counts: Sequence[float] | None,
         shared: bool,
         **scorer_options: Any,
     ) -> None:

@@ -16,10 +16,11 @@ The layer supplies the tree through two callbacks, so one search serves a tree o
 decisions (``hsm``) and a trie walked by a recurrent decoder whose state rides on each item
 (``char``).
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 import torch
 from torch import Tensor
@@ -43,7 +44,7 @@ class Children:
 
 
 #: (query (P,), node (P,), log_p (P,), payload or None) -> the children of those P items.
-Expand = Callable[[Tensor, Tensor, Tensor, Optional[Tensor]], Children]
+Expand = Callable[[Tensor, Tensor, Tensor, Tensor | None], Children]
 #: (parent payload (C',), query (C',), child node (C',)) -> the payload of those kept children.
 Advance = Callable[[Tensor, Tensor, Tensor], Tensor]
 
@@ -68,14 +69,16 @@ def tree_topk(
     budget: int,
     dtype: torch.dtype,
     device: torch.device,
-    payload: Optional[Tensor] = None,
-    advance: Optional[Advance] = None,
+    payload: Tensor | None = None,
+    advance: Advance | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Exact (values, ids), each (N, k), of the k best classes of N queries whose trees start at
     node 0 with log-probability 0. ``payload`` (N, ...) is carried per item and ``advance``
     makes a child's from its parent's (both or neither); ``dense_topk(rows)`` scores the queries
     ``rows`` in full."""
-    beam = frontier_search(num_queries, k, expand, budget=budget, dtype=dtype, device=device, payload=payload, advance=advance)
+    beam = frontier_search(
+        num_queries, k, expand, budget=budget, dtype=dtype, device=device, payload=payload, advance=advance
+    )
     bound = beam.values[:, k - 1]
     # Slack for rounding: the classes that set the bound must pass again; extra nodes cost time only.
     bound = bound - 64 * torch.finfo(dtype).eps * (1 + bound.abs())
@@ -96,9 +99,9 @@ def frontier_search(
     budget: int,
     dtype: torch.dtype,
     device: torch.device,
-    payload: Optional[Tensor] = None,
-    advance: Optional[Advance] = None,
-    bound: Optional[Tensor] = None,
+    payload: Tensor | None = None,
+    advance: Advance | None = None,
+    bound: Tensor | None = None,
 ) -> SearchResult:
     """Expand every query's tree from the root, round by round, keeping an inner child only if it
     is among its query's k best of the round (no ``bound``: the beam) or its log-probability is
@@ -132,5 +135,7 @@ def frontier_search(
         query, node, log_p = child_query[chosen], children.node[chosen], children.log_p[chosen]
         if advance is not None and payload is not None:
             payload = advance(payload[pair], query, node)
-    values, ids, found_count = ragged_topk(torch.cat(found_query), torch.cat(found_word), torch.cat(found_log_p), num_queries, k)
+    values, ids, found_count = ragged_topk(
+        torch.cat(found_query), torch.cat(found_word), torch.cat(found_log_p), num_queries, k
+    )
     return SearchResult(values, ids, found_count, spent)

@@ -11,7 +11,7 @@ memory-bounded chunks); evaluation (``log_prob`` and friends) stays exactly norm
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from torch import Tensor
 
@@ -41,7 +41,7 @@ class SelfNormalised(ScoredOutput):
         flat_hidden, flat_target, lead = self._flatten(hidden, target)
         return self.target_logits(flat_hidden, flat_target).reshape(lead)
 
-    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
+    def _loss(self, hidden: Tensor, target: Tensor, context: Tensor | None) -> Tensor:
         log_z, target_logit = self.log_normaliser(hidden, target)
         return log_z - target_logit + self.alpha * log_z.square()
 

@@ -35,7 +35,8 @@ cost is one (N, |V'|) block and sparse gradients on the |V'| rows, as in the pap
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -76,8 +77,8 @@ class TargetSampling(ScoredOutput):
         in_features: int,
         num_classes: int,
         *,
-        num_samples: Optional[int] = None,
-        counts: Optional[Sequence[float]] = None,
+        num_samples: int | None = None,
+        counts: Sequence[float] | None = None,
         correction: bool = True,
         **scorer_options: Any,
     ) -> None:
@@ -120,14 +121,14 @@ class TargetSampling(ScoredOutput):
         cut = self.rank[vocabulary[num_distinct:]].max()
         return log_pi.masked_fill(self.rank[vocabulary] <= cut, 0.0)
 
-    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
+    def _loss(self, hidden: Tensor, target: Tensor, context: Tensor | None) -> Tensor:
         vocabulary, position = self.partition_vocabulary(target)
         logits = self.class_logits(hidden, vocabulary)
         if self.inclusion_correction:
             num_distinct = int(position.max()) + 1 if target.numel() else 0
             logits = logits - self.log_inclusion(vocabulary, target.numel(), num_distinct)
         # logsumexp - the target's logit, fused: its backward is one softmax pass, not three
-        # (1.8-4.5 -> 1.0-2.3 ms forward and backward at N = V' = 1024, results/sampled-loss-fused).
+        # (1.8-4.5 -> 1.0-2.3 ms forward and backward at N = V' = 1024, ``docs/design/sampled-loss.md``).
         return F.cross_entropy(logits, position, reduction="none")
 
     def _train_scores(self, target: Tensor) -> tuple[float, float]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Callable, Iterator, Optional, Sequence, Union
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -36,7 +36,6 @@ from bigvocab.errors import CheckpointError, ConfigError
 from bigvocab.registry import TREES, unknown_name_message
 from bigvocab.samplers.base import as_counts
 from bigvocab.validation import check_positive_int
-
 
 _FIELDS = ("node_parent", "node_position", "leaf_parent", "leaf_position")
 
@@ -255,17 +254,17 @@ class Tree:
         return {name: getattr(self, name).clone() for name in _FIELDS}
 
     @classmethod
-    def from_dict(cls, state: dict) -> "Tree":
+    def from_dict(cls, state: dict) -> Tree:
         missing = [name for name in _FIELDS if name not in state]
         if missing:
             raise ConfigError(f"tree: the dictionary lacks {', '.join(missing)}")
         return cls(*(state[name] for name in _FIELDS))
 
-    def save(self, path: Union[str, os.PathLike]) -> None:
+    def save(self, path: str | os.PathLike) -> None:
         torch.save(self.to_dict(), path)
 
     @classmethod
-    def load(cls, path: Union[str, os.PathLike]) -> "Tree":
+    def load(cls, path: str | os.PathLike) -> Tree:
         try:
             state = torch.load(path, map_location="cpu", weights_only=True)
         except FileNotFoundError:
@@ -368,7 +367,7 @@ def _bisection_tree(num_leaves: int, split: Callable[[Tensor, Tensor, Tensor], t
     return Tree(torch.cat(node_parent), torch.cat(node_position), leaf_parent, leaf_position)
 
 
-def balanced_tree(num_leaves: int, *, permutation: Optional[Sequence[int]] = None, seed: Optional[int] = None) -> Tree:
+def balanced_tree(num_leaves: int, *, permutation: Sequence[int] | None = None, seed: int | None = None) -> Tree:
     """Complete binary tree (depth ceil(log2 V)) over the leaves in id order, or in the order
     ``permutation`` gives, or in a random order drawn with ``seed`` (the "random tree" baseline)."""
     num_leaves = check_positive_int("num_leaves", num_leaves)
@@ -399,7 +398,7 @@ def balanced_tree(num_leaves: int, *, permutation: Optional[Sequence[int]] = Non
     return tree
 
 
-def class_tree(counts, num_classes: Optional[int] = None) -> Tree:
+def class_tree(counts, num_classes: int | None = None) -> Tree:
     """Two-level tree: root -> frequency classes -> words (Goodman 2001; Mikolov et al. 2011).
 
     Classes are consecutive runs of the classes sorted by decreasing count, cut where the cumulative
@@ -488,7 +487,7 @@ def _segment_mean(x: Tensor, segment: Tensor, counts: Tensor) -> Tensor:
     return total / counts.clamp_min(1)[:, None]
 
 
-def tree_from_codes(codes: Sequence[Union[str, Sequence[int]]]) -> Tree:
+def tree_from_codes(codes: Sequence[str | Sequence[int]]) -> Tree:
     """Tree whose leaf ``w`` has the code ``codes[w]``: a string of digits (``"0110"``) or a sequence
     of non-negative ints (any arity). Codes must be non-empty and prefix-free. A node's children are
     ordered by their digit; unused digits are dropped, so every node still normalises over the
@@ -543,7 +542,7 @@ def _parse_code(leaf: int, code) -> tuple[int, ...]:
     return digits
 
 
-def build_tree(kind: str, num_leaves: int, *, counts=None, vectors: Optional[Tensor] = None) -> Tree:
+def build_tree(kind: str, num_leaves: int, *, counts=None, vectors: Tensor | None = None) -> Tree:
     """The tree registered as ``kind`` (``TREES.names()``: huffman, balanced, random, class,
     clustered) over ``num_leaves`` classes; each builder takes what it reads of ``counts`` and
     ``vectors``.
@@ -584,31 +583,31 @@ def _frequencies(kind: str, num_leaves: int, counts) -> Tensor:
 
 @TREES.register("huffman")
 @_reads("counts")
-def _huffman(num_leaves: int, *, counts=None, vectors: Optional[Tensor] = None) -> Tree:
+def _huffman(num_leaves: int, *, counts=None, vectors: Tensor | None = None) -> Tree:
     return huffman_tree(_frequencies("huffman", num_leaves, counts))
 
 
 @TREES.register("balanced")
 @_reads()
-def _balanced(num_leaves: int, *, counts=None, vectors: Optional[Tensor] = None) -> Tree:
+def _balanced(num_leaves: int, *, counts=None, vectors: Tensor | None = None) -> Tree:
     return balanced_tree(num_leaves)
 
 
 @TREES.register("random")
 @_reads()
-def _random(num_leaves: int, *, counts=None, vectors: Optional[Tensor] = None) -> Tree:
+def _random(num_leaves: int, *, counts=None, vectors: Tensor | None = None) -> Tree:
     return balanced_tree(num_leaves, permutation=torch.randperm(num_leaves))
 
 
 @TREES.register("class")
 @_reads("counts")
-def _class(num_leaves: int, *, counts=None, vectors: Optional[Tensor] = None) -> Tree:
+def _class(num_leaves: int, *, counts=None, vectors: Tensor | None = None) -> Tree:
     return class_tree(_frequencies("class", num_leaves, counts))
 
 
 @TREES.register("clustered")
 @_reads("vectors")
-def _clustered(num_leaves: int, *, counts=None, vectors: Optional[Tensor] = None) -> Tree:
+def _clustered(num_leaves: int, *, counts=None, vectors: Tensor | None = None) -> Tree:
     if vectors is None:
         raise ConfigError(
             "tree='clustered' needs vectors=: a (V, D) tensor of word vectors, e.g. the input embeddings "

@@ -24,8 +24,6 @@ build in a fraction of a second in float64.
 
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 from torch import Tensor, nn
 
@@ -79,7 +77,7 @@ class AliasTable(nn.Module):
     ``alias`` (V,) int64.
     """
 
-    def __init__(self, weights: Tensor, *, device: Optional[torch.device] = None) -> None:
+    def __init__(self, weights: Tensor, *, device: torch.device | None = None) -> None:
         super().__init__()
         weights = torch.as_tensor(weights, dtype=torch.float64, device=device)
         self.register_buffer("probs", torch.empty_like(weights))
@@ -96,7 +94,7 @@ class AliasTable(nn.Module):
         self.accept.copy_(accept)
         self.alias.copy_(alias)
 
-    def sample(self, shape: tuple[int, ...], generator: Optional[torch.Generator] = None) -> Tensor:
+    def sample(self, shape: tuple[int, ...], generator: torch.Generator | None = None) -> Tensor:
         """Ids of the given shape (int64), one uniform bucket and one coin flip each."""
         num_classes = self.probs.numel()
         bucket = torch.randint(num_classes, shape, generator=generator, device=self.probs.device)
@@ -111,7 +109,7 @@ class AliasTable(nn.Module):
 def _lookup(table: Tensor, ids: Tensor) -> Tensor:
     """``table[ids]`` for a (V,) table, by ``index_select`` rather than torch's advanced indexing:
     ``nce``'s training step (25,600 draws, 26,624 probabilities) ran 1.02-1.06x faster at
-    V = 100k and 1M, ``neg``'s 1.02-1.03x (results/alias-index-select)."""
+    V = 100k and 1M, ``neg``'s 1.02-1.03x (``docs/design/alias-lookups.md``)."""
     return table.index_select(0, ids.reshape(-1)).view(ids.shape)
 
 
@@ -123,9 +121,9 @@ class AliasSampler(Sampler):
     table: AliasTable
 
     def sample(
-        self, num_samples: int, *, context: Optional[Tensor] = None, generator: Optional[torch.Generator] = None
+        self, num_samples: int, *, context: Tensor | None = None, generator: torch.Generator | None = None
     ) -> Tensor:
         return self.table.sample((check_positive_int("num_samples", num_samples),), generator)
 
-    def log_q(self, ids: Tensor, *, context: Optional[Tensor] = None) -> Tensor:
+    def log_q(self, ids: Tensor, *, context: Tensor | None = None) -> Tensor:
         return self.table.log_prob(ids).to(self.dtype)

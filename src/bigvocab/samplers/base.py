@@ -4,10 +4,11 @@ Sampling-based output layers (``sampled``, ``ais``, ``nce``, ``neg``, ...) take 
 their constructor and use only this interface, so any proposal works with any of them.
 Samplers are modules so that learned state (counts, mixture weights) travels in checkpoints.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence, Union
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor, nn
@@ -36,7 +37,7 @@ class Sampler(nn.Module):
     conditional: bool = False
 
     def __init__(
-        self, num_classes: int, *, device: Optional[torch.device] = None, dtype: Optional[torch.dtype] = None
+        self, num_classes: int, *, device: torch.device | None = None, dtype: torch.dtype | None = None
     ) -> None:
         super().__init__()
         self.num_classes = check_positive_int("num_classes", num_classes)
@@ -54,20 +55,20 @@ class Sampler(nn.Module):
         return self._anchor.dtype
 
     def sample(
-        self, num_samples: int, *, context: Optional[Tensor] = None, generator: Optional[torch.Generator] = None
+        self, num_samples: int, *, context: Tensor | None = None, generator: torch.Generator | None = None
     ) -> Tensor:
         """Draw ``num_samples`` ids with replacement: (num_samples,) long, or (N, num_samples)
         for a conditional sampler given ``context`` of shape (N,)."""
         raise NotImplementedError
 
-    def log_q(self, ids: Tensor, *, context: Optional[Tensor] = None) -> Tensor:
+    def log_q(self, ids: Tensor, *, context: Tensor | None = None) -> Tensor:
         """Exact log-probability of each id under one draw, same shape as ``ids``."""
         raise NotImplementedError
 
-    def update(self, target: Tensor, *, context: Optional[Tensor] = None, **kwargs) -> None:
+    def update(self, target: Tensor, *, context: Tensor | None = None, **kwargs) -> None:
         """Adapt to the targets just seen (no-op for fixed proposals)."""
 
-    def sample_unique(self, num_samples: int, *, generator: Optional[torch.Generator] = None) -> tuple[Tensor, int]:
+    def sample_unique(self, num_samples: int, *, generator: torch.Generator | None = None) -> tuple[Tensor, int]:
         """``num_samples`` distinct ids and the number of draws ``T`` it took.
 
         Draws with replacement until ``num_samples`` distinct ids have appeared and keeps them in
@@ -165,7 +166,7 @@ def _draws_for_distinct(log_miss: Tensor, num_distinct: int) -> float:
     return high
 
 
-def as_counts(counts: Union[Sequence[float], Tensor], num_classes: int, owner: str) -> Tensor:
+def as_counts(counts: Sequence[float] | Tensor, num_classes: int, owner: str) -> Tensor:
     """Validated class frequencies as a float64 tensor of shape (num_classes,)."""
     try:
         tensor = torch.as_tensor(counts, dtype=torch.float64).detach().cpu().reshape(-1).clone()

@@ -29,7 +29,7 @@ so they agree exactly.
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence, Union
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
@@ -42,7 +42,7 @@ from bigvocab.samplers.unigram import UnigramSampler
 from bigvocab.validation import check_nonnegative_float, check_positive_float, check_positive_int, check_probability
 
 
-def _merge_before_saving(module: "BigramSampler", prefix: str, keep_vars: bool) -> None:
+def _merge_before_saving(module: BigramSampler, prefix: str, keep_vars: bool) -> None:
     """State-dict pre-hook (a module-level function so that the module stays picklable)."""
     module.refresh()
 
@@ -71,13 +71,13 @@ class BigramSampler(Sampler):
         self,
         num_classes: int,
         *,
-        counts: Optional[Union[Sequence[float], Tensor]] = None,
+        counts: Sequence[float] | Tensor | None = None,
         num_buckets: int = 8,
         initial_weight: float = 0.5,
         mixture_rate: float = 0.05,
         refresh: float = 0.1,
-        device: Optional[torch.device] = None,
-        dtype: Optional[torch.dtype] = None,
+        device: torch.device | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(num_classes, device=device, dtype=dtype)
         if num_classes > 3_000_000_000:
@@ -150,7 +150,7 @@ class BigramSampler(Sampler):
 
     # ------------------------------------------------------------------ Sampler interface
     def sample(
-        self, num_samples: int, *, context: Optional[Tensor] = None, generator: Optional[torch.Generator] = None
+        self, num_samples: int, *, context: Tensor | None = None, generator: torch.Generator | None = None
     ) -> Tensor:
         check_positive_int("num_samples", num_samples)
         if context is None:
@@ -171,7 +171,7 @@ class BigramSampler(Sampler):
         coin = torch.rand(shape, generator=generator, device=flat.device, dtype=torch.float64)
         return torch.where(coin < weight[:, None], bigram, unigram)
 
-    def log_q(self, ids: Tensor, *, context: Optional[Tensor] = None) -> Tensor:
+    def log_q(self, ids: Tensor, *, context: Tensor | None = None) -> Tensor:
         """log Q(ids | context); ``context`` has the leading shape of ``ids`` (or equals it)."""
         log_unigram = self.unigram.log_q(ids).to(torch.float64)
         if context is None:
@@ -192,9 +192,9 @@ class BigramSampler(Sampler):
         self,
         target: Tensor,
         *,
-        context: Optional[Tensor] = None,
-        samples: Optional[Tensor] = None,
-        log_weights: Optional[Tensor] = None,
+        context: Tensor | None = None,
+        samples: Tensor | None = None,
+        log_weights: Tensor | None = None,
         **kwargs,
     ) -> None:
         """Count the (context, target) pairs and the targets; with ``samples`` (N, k) drawn for the

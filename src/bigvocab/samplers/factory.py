@@ -1,4 +1,5 @@
 """``create_sampler``: a registry lookup that checks keyword arguments (as ``create_output``)."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -8,7 +8,7 @@ describes the snapshot that ``sample`` draws from, so importance weights stay ex
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
@@ -45,11 +45,11 @@ class LearnedSampler(AliasSampler):
         self,
         num_classes: int,
         *,
-        counts: Optional[Union[Sequence[float], Tensor]] = None,
+        counts: Sequence[float] | Tensor | None = None,
         prior: float = 1.0,
         refresh: float = 0.1,
-        device: Optional[torch.device] = None,
-        dtype: Optional[torch.dtype] = None,
+        device: torch.device | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(num_classes, device=device, dtype=dtype)
         check_nonnegative_float("prior", prior)
@@ -66,7 +66,7 @@ class LearnedSampler(AliasSampler):
         self.table = AliasTable(initial)
 
     @torch.no_grad()
-    def update(self, target: Tensor, *, context: Optional[Tensor] = None, **kwargs) -> None:
+    def update(self, target: Tensor, *, context: Tensor | None = None, **kwargs) -> None:
         """Count ``target`` (any shape); rebuild the table when the schedule says so."""
         flat = target.reshape(-1).to(self.counts.device)
         self.counts.index_add_(0, flat, torch.ones(flat.shape, dtype=torch.float64, device=flat.device))

@@ -9,7 +9,6 @@ id 0 is the most frequent class.
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 import torch
 from torch import Tensor
@@ -24,7 +23,7 @@ class LogUniformSampler(Sampler):
     """Zipf-like proposal over ids sorted by decreasing frequency; O(1) per draw, no tables."""
 
     def sample(
-        self, num_samples: int, *, context: Optional[Tensor] = None, generator: Optional[torch.Generator] = None
+        self, num_samples: int, *, context: Tensor | None = None, generator: torch.Generator | None = None
     ) -> Tensor:
         check_positive_int("num_samples", num_samples)
         # float64: at V = 1e6 float32 would merge neighbouring ids in the tail.
@@ -32,6 +31,6 @@ class LogUniformSampler(Sampler):
         ids = torch.expm1(u * math.log1p(self.num_classes)).floor_().long()
         return ids.clamp_(0, self.num_classes - 1)
 
-    def log_q(self, ids: Tensor, *, context: Optional[Tensor] = None) -> Tensor:
+    def log_q(self, ids: Tensor, *, context: Tensor | None = None) -> Tensor:
         rank = ids.to(torch.float64) + 1
         return (torch.log(torch.log1p(1 / rank)) - math.log(math.log1p(self.num_classes))).to(self.dtype)

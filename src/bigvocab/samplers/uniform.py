@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 import torch
 from torch import Tensor
@@ -18,10 +17,10 @@ class UniformSampler(Sampler):
     """The uniform proposal over ``num_classes`` ids; needs no counts."""
 
     def sample(
-        self, num_samples: int, *, context: Optional[Tensor] = None, generator: Optional[torch.Generator] = None
+        self, num_samples: int, *, context: Tensor | None = None, generator: torch.Generator | None = None
     ) -> Tensor:
         check_positive_int("num_samples", num_samples)
         return torch.randint(self.num_classes, (num_samples,), generator=generator, device=self.device)
 
-    def log_q(self, ids: Tensor, *, context: Optional[Tensor] = None) -> Tensor:
+    def log_q(self, ids: Tensor, *, context: Tensor | None = None) -> Tensor:
         return torch.full(ids.shape, -math.log(self.num_classes), device=ids.device, dtype=self.dtype)

@@ -6,7 +6,7 @@ flattened unigram of word2vec's negative sampling (Mikolov et al. 2013).
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
@@ -33,10 +33,10 @@ class UnigramSampler(AliasSampler):
         self,
         num_classes: int,
         *,
-        counts: Optional[Union[Sequence[float], Tensor]] = None,
+        counts: Sequence[float] | Tensor | None = None,
         power: float = 1.0,
-        device: Optional[torch.device] = None,
-        dtype: Optional[torch.dtype] = None,
+        device: torch.device | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(num_classes, device=device, dtype=dtype)
         if counts is None:

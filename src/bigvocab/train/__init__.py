@@ -7,6 +7,7 @@
 * :mod:`~bigvocab.train.rundir` -- run directories: their files, their lock;
 * :mod:`~bigvocab.train.trainer` -- the loop, checkpoints, interrupts.
 """
+
 from bigvocab.train.config import RESUME_OVERRIDES, TrainConfig, resolve_device
 from bigvocab.train.optimizers import build_optimizers, clip_grad_norm
 from bigvocab.train.rundir import CLI_SPELLING, PYTHON_SPELLING, RUN_FILES, RunLock, check_out_dir
@@ -16,11 +17,11 @@ from bigvocab.train.trainer import DivergenceWarning, Trainer
 
 __all__ = [
     "CLI_SPELLING",
-    "DivergenceWarning",
-    "LRSchedule",
     "PYTHON_SPELLING",
     "RESUME_OVERRIDES",
     "RUN_FILES",
+    "DivergenceWarning",
+    "LRSchedule",
     "RunLock",
     "TrainConfig",
     "Trainer",

@@ -1,10 +1,11 @@
 """The options of a training run (:class:`TrainConfig`) and the device rules."""
+
 from __future__ import annotations
 
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
@@ -29,14 +30,14 @@ class TrainConfig:
     lr_schedule: str = "plateau"  # a registered schedule
     lr_decay: float = 0.5  # factor of the exponential and plateau schedules
     min_lr: float = 1e-5  # floor of every schedule, and the end point of "linear"
-    clip_norm: Optional[float] = None  # clip the global gradient norm to this value
-    patience: Optional[int] = 3  # stop after this many epochs without a better valid perplexity
+    clip_norm: float | None = None  # clip the global gradient norm to this value
+    patience: int | None = 3  # stop after this many epochs without a better valid perplexity
     seed: int = 0  # seeds the shuffling of every epoch and the global RNGs at the start
     device: str = "cpu"  # "cpu", "cuda", "cuda:1", ...
     log_every: int = 100  # steps between metrics.jsonl events
-    max_steps: Optional[int] = None  # stop after this many optimiser steps in total
+    max_steps: int | None = None  # stop after this many optimiser steps in total
     progress: bool = True  # tqdm progress bar on stderr
-    checkpoint_every: Optional[int] = None  # also write last.pt every this many steps
+    checkpoint_every: int | None = None  # also write last.pt every this many steps
 
     def __post_init__(self) -> None:
         check_positive_int("epochs", self.epochs)
@@ -47,8 +48,9 @@ class TrainConfig:
                 raise ConfigError(unknown_name_message(registry.kind, str(value), registry.names()))
         if not (isinstance(self.momentum, (int, float)) and 0 <= self.momentum < 1):
             raise ConfigError(f"momentum must lie in [0, 1), got {self.momentum!r}")
-        if not (isinstance(self.weight_decay, (int, float)) and math.isfinite(self.weight_decay)
-                and self.weight_decay >= 0):
+        if not (
+            isinstance(self.weight_decay, (int, float)) and math.isfinite(self.weight_decay) and self.weight_decay >= 0
+        ):
             raise ConfigError(f"weight_decay must be a finite number >= 0, got {self.weight_decay!r}")
         if not (isinstance(self.lr_decay, (int, float)) and 0 < self.lr_decay <= 1):
             raise ConfigError(f"lr_decay must lie in (0, 1], got {self.lr_decay!r}")
@@ -64,7 +66,7 @@ class TrainConfig:
         resolve_device(self.device, check_available=False)
 
     @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> "TrainConfig":
+    def from_dict(cls, values: dict[str, Any]) -> TrainConfig:
         """Rebuild a config (e.g. from a checkpoint); unknown keys raise :class:`ConfigError`."""
         known = {field.name for field in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)

@@ -5,11 +5,13 @@ Each registered optimiser is a function ``(params, config, *, sparse) -> Optimiz
 gradients and updates only the rows a step touched, or None when the method has none (a running
 state that changes every row at every step cannot be sparse).
 """
+
 from __future__ import annotations
 
 import math
 import warnings
-from typing import TYPE_CHECKING, Iterable, Optional
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor, nn
@@ -22,14 +24,15 @@ from bigvocab.registry import OPTIMIZERS
 if TYPE_CHECKING:
     from bigvocab.train.config import TrainConfig
 
+
 @OPTIMIZERS.register("sgd")
-def sgd(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool) -> Optional[torch.optim.Optimizer]:
+def sgd(params: list[nn.Parameter], config: TrainConfig, *, sparse: bool) -> torch.optim.Optimizer | None:
     """Plain stochastic gradient descent; sparse gradients stay sparse."""
     return torch.optim.SGD(params, lr=config.lr, weight_decay=0.0 if sparse else config.weight_decay)
 
 
 @OPTIMIZERS.register("momentum")
-def momentum(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool) -> Optional[torch.optim.Optimizer]:
+def momentum(params: list[nn.Parameter], config: TrainConfig, *, sparse: bool) -> torch.optim.Optimizer | None:
     """SGD with heavy-ball momentum (Polyak 1964); sparse gradients are made dense."""
     if sparse:
         return None
@@ -37,12 +40,13 @@ def momentum(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool)
 
 
 @OPTIMIZERS.register("nesterov")
-def nesterov(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool) -> Optional[torch.optim.Optimizer]:
+def nesterov(params: list[nn.Parameter], config: TrainConfig, *, sparse: bool) -> torch.optim.Optimizer | None:
     """SGD with Nesterov momentum (Sutskever et al. 2013); sparse gradients are made dense."""
     if sparse:
         return None
-    return torch.optim.SGD(params, lr=config.lr, momentum=config.momentum, nesterov=True,
-                           weight_decay=config.weight_decay)
+    return torch.optim.SGD(
+        params, lr=config.lr, momentum=config.momentum, nesterov=True, weight_decay=config.weight_decay
+    )
 
 
 class Adagrad(torch.optim.Adagrad):
@@ -51,7 +55,7 @@ class Adagrad(torch.optim.Adagrad):
     * A sparse gradient of whole rows on a CPU float32/float64 parameter is applied by a compiled
       kernel that reads and writes each touched row once
       (:func:`~bigvocab.kernels.adagrad.adagrad_rows`; 2.3-2.5x faster than torch's sparse
-      step at the quality runs' sizes, 5.7-9x at V = 1M, ``results/sparse-adagrad``); everything else (dense
+      step at the quality runs' sizes, 5.7-9x at V = 1M, ``docs/design/coalesced-sparse-gradients.md``); everything else (dense
       gradients, other devices, ``fused``, ``differentiable``, weight decay) takes torch's own
       functional step, and the state (``step``, ``sum``) is torch's, so checkpoints of either load
       into the other.
@@ -69,8 +73,9 @@ class Adagrad(torch.optim.Adagrad):
             with torch.enable_grad():
                 loss = closure()
         # As torch's step: no autograd unless the optimiser is built differentiable.
-        with torch.sparse.check_sparse_tensor_invariants(enable=False), torch.set_grad_enabled(
-            self.defaults["differentiable"]
+        with (
+            torch.sparse.check_sparse_tensor_invariants(enable=False),
+            torch.set_grad_enabled(self.defaults["differentiable"]),
         ):
             for group in self.param_groups:
                 params: list[Tensor] = []
@@ -113,25 +118,25 @@ class Adagrad(torch.optim.Adagrad):
 
 
 @OPTIMIZERS.register("adagrad")
-def adagrad(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool) -> Optional[torch.optim.Optimizer]:
+def adagrad(params: list[nn.Parameter], config: TrainConfig, *, sparse: bool) -> torch.optim.Optimizer | None:
     """Adagrad (Duchi et al. 2011); sparse gradients stay sparse."""
     return Adagrad(params, lr=config.lr, weight_decay=0.0 if sparse else config.weight_decay)
 
 
 @OPTIMIZERS.register("adadelta")
-def adadelta(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool) -> Optional[torch.optim.Optimizer]:
+def adadelta(params: list[nn.Parameter], config: TrainConfig, *, sparse: bool) -> torch.optim.Optimizer | None:
     """Adadelta (Zeiler 2012); sparse gradients are made dense."""
     return None if sparse else torch.optim.Adadelta(params, lr=config.lr, weight_decay=config.weight_decay)
 
 
 @OPTIMIZERS.register("rmsprop")
-def rmsprop(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool) -> Optional[torch.optim.Optimizer]:
+def rmsprop(params: list[nn.Parameter], config: TrainConfig, *, sparse: bool) -> torch.optim.Optimizer | None:
     """RMSprop (Tieleman & Hinton 2012); sparse gradients are made dense."""
     return None if sparse else torch.optim.RMSprop(params, lr=config.lr, weight_decay=config.weight_decay)
 
 
 @OPTIMIZERS.register("adam")
-def adam(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool) -> Optional[torch.optim.Optimizer]:
+def adam(params: list[nn.Parameter], config: TrainConfig, *, sparse: bool) -> torch.optim.Optimizer | None:
     """Adam (Kingma & Ba 2015); sparse gradients get SparseAdam, which updates only the rows touched."""
     if sparse:
         return torch.optim.SparseAdam(params, lr=config.lr)
@@ -139,12 +144,12 @@ def adam(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool) -> 
 
 
 @OPTIMIZERS.register("sparse_adam")
-def sparse_adam(params: list[nn.Parameter], config: "TrainConfig", *, sparse: bool) -> Optional[torch.optim.Optimizer]:
+def sparse_adam(params: list[nn.Parameter], config: TrainConfig, *, sparse: bool) -> torch.optim.Optimizer | None:
     """The same as adam, under the name PyTorch users look for (SparseAdam on sparse gradients)."""
     return adam(params, config, sparse=sparse)
 
 
-def build_optimizers(model: nn.Module, config: "TrainConfig") -> tuple[list[torch.optim.Optimizer], list[nn.Parameter]]:
+def build_optimizers(model: nn.Module, config: TrainConfig) -> tuple[list[torch.optim.Optimizer], list[nn.Parameter]]:
     """``(optimisers, dense_params)`` for ``model`` under ``config``.
 
     Parameters in ``model.sparse_parameters()`` get the sparse-capable variant of the chosen method.

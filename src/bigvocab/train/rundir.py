@@ -10,6 +10,7 @@ A directory "holds a run" once a checkpoint exists. A run that stopped before it
 checkpoint (a corpus too short for the model, NaN at step 2, Ctrl-C during the first epoch)
 leaves only ``config.json`` and perhaps ``metrics.jsonl``; a plain retry replaces them.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -17,8 +18,8 @@ import errno
 import os
 import socket
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping, Union
 
 from bigvocab.errors import ConfigError, RunLockedError
 from bigvocab.files import remove_stale_temporaries, write_error
@@ -35,17 +36,32 @@ CHECKPOINTS = ("last.pt", "best.pt")
 LOCK_FILE = ".lock"
 
 #: How the options are spelled in messages: keyword arguments for Python callers...
-PYTHON_SPELLING = {"resume": "resume=True", "overwrite": "overwrite=True", "out": "out_dir", "corpus": "corpus",
-                   "allow_changed_corpus": "allow_changed_corpus=True", "workers": "workers"}
+PYTHON_SPELLING = {
+    "resume": "resume=True",
+    "overwrite": "overwrite=True",
+    "out": "out_dir",
+    "corpus": "corpus",
+    "allow_changed_corpus": "allow_changed_corpus=True",
+    "workers": "workers",
+}
 #: ... and flags for the command line.
-CLI_SPELLING = {"resume": "--resume", "overwrite": "--overwrite", "out": "--out", "corpus": "--corpus",
-                "allow_changed_corpus": "--allow-changed-corpus", "workers": "--workers"}
+CLI_SPELLING = {
+    "resume": "--resume",
+    "overwrite": "--overwrite",
+    "out": "--out",
+    "corpus": "--corpus",
+    "allow_changed_corpus": "--allow-changed-corpus",
+    "workers": "--workers",
+}
 
-PathLike = Union[str, os.PathLike]
+PathLike = str | os.PathLike
 
 
 def check_out_dir(
-    out_dir: PathLike, *, resume: bool = False, overwrite: bool = False,
+    out_dir: PathLike,
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
     spelling: Mapping[str, str] = PYTHON_SPELLING,
 ) -> list[str]:
     """Refuse to write into a directory that holds a run, unless asked to resume or overwrite.
@@ -55,14 +71,19 @@ def check_out_dir(
     """
     out_dir = Path(out_dir)
     if resume and overwrite:
-        raise ConfigError(f"{spelling['resume']} and {spelling['overwrite']} exclude each other: "
-                          "resume continues a run, overwrite replaces it")
+        raise ConfigError(
+            f"{spelling['resume']} and {spelling['overwrite']} exclude each other: "
+            "resume continues a run, overwrite replaces it"
+        )
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"{spelling['out']} {str(out_dir)!r} exists and is not a directory")
     present = [name for name in RUN_FILES if (out_dir / name).exists()]
     if resume and "last.pt" not in present:
-        why = ("the run there stopped before its first checkpoint; start it again without "
-               f"{spelling['resume']}" if present else "it holds no run")
+        why = (
+            f"the run there stopped before its first checkpoint; start it again without {spelling['resume']}"
+            if present
+            else "it holds no run"
+        )
         raise ConfigError(f"nothing to resume in {str(out_dir)!r}: no last.pt ({why})")
     if holds_run(present) and not (resume or overwrite):
         raise ConfigError(
@@ -100,7 +121,7 @@ class RunLock:
         self.out_dir = Path(out_dir)
         self.spelling = spelling
 
-    def __enter__(self) -> "RunLock":
+    def __enter__(self) -> RunLock:
         key = os.path.realpath(self.out_dir)
         if key in self._held:
             self._held[key][1] += 1
@@ -144,8 +165,11 @@ class RunLock:
             except OSError as error:
                 if error.errno not in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES):
                     # a file system without locks (some network mounts): the run goes on unlocked
-                    warnings.warn(f"cannot lock {str(path)!r} ({error.strerror}); nothing stops a second run "
-                                  "from writing into this directory at the same time", stacklevel=4)
+                    warnings.warn(
+                        f"cannot lock {str(path)!r} ({error.strerror}); nothing stops a second run "
+                        "from writing into this directory at the same time",
+                        stacklevel=4,
+                    )
                     break
                 holder = _read_holder(fd)
                 os.close(fd)

@@ -6,12 +6,14 @@ and ``plateau`` multiplies by ``decay`` whenever validation perplexity fails to 
 et al. 2010's RNNLM halves its rate when validation entropy stops improving). Every schedule has
 the floor ``min_lr``.
 """
+
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from bigvocab.errors import ConfigError
 from bigvocab.registry import SCHEDULES
+
 
 class LRSchedule:
     """A constant rate; the registered kinds override :meth:`at_step` or :meth:`end_of_epoch`.
@@ -26,7 +28,7 @@ class LRSchedule:
     #: whether the schedule follows validation perplexity (then a run needs validation data)
     needs_validation = False
 
-    def __init__(self, lr: float, *, decay: float, min_lr: float, total_steps: Optional[int] = None) -> None:
+    def __init__(self, lr: float, *, decay: float, min_lr: float, total_steps: int | None = None) -> None:
         self.base_lr, self.decay, self.min_lr = lr, decay, min_lr
         self.total_steps = total_steps
         self.lr = lr
@@ -55,7 +57,7 @@ class ConstantSchedule(LRSchedule):
 class LinearSchedule(LRSchedule):
     """From lr down to min_lr in a straight line over the run's steps (word2vec's alpha)."""
 
-    def __init__(self, lr: float, *, decay: float, min_lr: float, total_steps: Optional[int] = None) -> None:
+    def __init__(self, lr: float, *, decay: float, min_lr: float, total_steps: int | None = None) -> None:
         if not total_steps:
             raise ConfigError("the linear schedule needs the number of steps in the run")
         super().__init__(lr, decay=decay, min_lr=min_lr, total_steps=total_steps)
@@ -87,6 +89,6 @@ class PlateauSchedule(LRSchedule):
         return self.lr
 
 
-def make_schedule(kind: str, lr: float, *, decay: float, min_lr: float, total_steps: Optional[int] = None) -> LRSchedule:
+def make_schedule(kind: str, lr: float, *, decay: float, min_lr: float, total_steps: int | None = None) -> LRSchedule:
     """The registered schedule ``kind`` (see the module docstring)."""
     return SCHEDULES.create(kind, lr, decay=decay, min_lr=min_lr, total_steps=total_steps)

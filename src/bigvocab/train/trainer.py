@@ -12,6 +12,7 @@ and saves on SIGINT and SIGTERM: the step under way finishes, ``last.pt`` is wri
 :class:`~bigvocab.errors.TrainingInterrupted` says where; :meth:`Trainer.resume` then goes on with
 the losses the uninterrupted run would have had.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -23,8 +24,9 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, Optional, Union
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -53,7 +55,7 @@ class DivergenceWarning(UserWarning):
     """The training loss grew far past where it started, or validation perplexity became infinite."""
 
 
-def _check_ids(name: str, ids: Optional[Tensor], *, required: bool) -> Optional[Tensor]:
+def _check_ids(name: str, ids: Tensor | None, *, required: bool) -> Tensor | None:
     """``ids`` checked to be a 1-D LongTensor; an absent or empty optional split becomes None."""
     if ids is None:
         if required:
@@ -105,13 +107,13 @@ class Trainer:
         self,
         model: nn.Module,
         train_ids: Tensor,
-        valid_ids: Optional[Tensor] = None,
-        config: Optional[TrainConfig] = None,
-        out_dir: Union[str, Path, None] = None,
-        meta: Optional[dict[str, Any]] = None,
+        valid_ids: Tensor | None = None,
+        config: TrainConfig | None = None,
+        out_dir: str | Path | None = None,
+        meta: dict[str, Any] | None = None,
         *,
         overwrite: bool = False,
-        distributed: Optional[DistributedTraining] = None,
+        distributed: DistributedTraining | None = None,
     ) -> None:
         self.config = config if config is not None else TrainConfig()
         self.distributed = distributed
@@ -122,8 +124,7 @@ class Trainer:
         # Models without a normalised distribution (the C&W ranking model) have no perplexity.
         self.can_validate = self.valid_ids is not None and model.has_distribution
         if SCHEDULES.get(self.config.lr_schedule).needs_validation and not self.can_validate:
-            others = ", ".join(name for name in SCHEDULES.names()
-                               if not SCHEDULES.get(name).needs_validation)
+            others = ", ".join(name for name in SCHEDULES.names() if not SCHEDULES.get(name).needs_validation)
             raise ConfigError(
                 f"lr_schedule {self.config.lr_schedule!r} follows validation perplexity, which this run does not "
                 f"have (no valid ids, or a model without a normalised distribution); choose {others}"
@@ -136,8 +137,10 @@ class Trainer:
         self.model = model.to(self.device)
         if distributed is not None:
             if distributed.vocab_parallel and self.config.clip_norm is not None:
-                raise ConfigError("clip_norm is not supported with a vocabulary-parallel output layer (its gradient "
-                                  "norm spans the ranks); train without clip_norm")
+                raise ConfigError(
+                    "clip_norm is not supported with a vocabulary-parallel output layer (its gradient "
+                    "norm spans the ranks); train without clip_norm"
+                )
             distributed.prepare(self.model)
         self.optimizers, self._dense_params = build_optimizers(self.model, self.config)
         declared = self.model.sparse_parameters()
@@ -149,35 +152,35 @@ class Trainer:
         self.tokens = 0
         self.epoch_loss_sum = 0.0
         self.epoch_targets = 0
-        self.steps_per_epoch: Optional[int] = None
-        self.best_ppl: Optional[float] = None
-        self.best_epoch: Optional[int] = None
+        self.steps_per_epoch: int | None = None
+        self.best_ppl: float | None = None
+        self.best_epoch: int | None = None
         self.bad_epochs = 0
         self.stopped_early = False
         self.history: list[dict[str, Any]] = []
         self.elapsed = 0.0
-        self.schedule: Optional[LRSchedule] = None
-        self._resumed_rng: Optional[dict[str, Any]] = None
+        self.schedule: LRSchedule | None = None
+        self._resumed_rng: dict[str, Any] | None = None
         self._started = False
         self._tokens_per_s = 0.0  # training speed of the last (part of an) epoch, for its log event
-        self._stop_signal: Optional[int] = None  # SIGINT or SIGTERM received during fit()
-        self._resumed_file: Optional[tuple[int, int]] = None  # (mtime_ns, size) of the last.pt resumed
-        self._first_loss: Optional[float] = None  # the first logged loss, for the divergence warning
+        self._stop_signal: int | None = None  # SIGINT or SIGTERM received during fit()
+        self._resumed_file: tuple[int, int] | None = None  # (mtime_ns, size) of the last.pt resumed
+        self._first_loss: float | None = None  # the first logged loss, for the divergence warning
         self._warned_divergence = False
 
     # ------------------------------------------------------------------ resume
     @classmethod
     def resume(
         cls,
-        out_dir: Union[str, Path],
+        out_dir: str | Path,
         model: nn.Module,
         train_ids: Tensor,
-        valid_ids: Optional[Tensor] = None,
+        valid_ids: Tensor | None = None,
         *,
-        checkpoint: Optional[dict[str, Any]] = None,
-        distributed: Optional[DistributedTraining] = None,
+        checkpoint: dict[str, Any] | None = None,
+        distributed: DistributedTraining | None = None,
         **overrides: Any,
-    ) -> "Trainer":
+    ) -> Trainer:
         """Continue the run in ``out_dir`` from its ``last.pt``, exactly where it stopped.
 
         ``model`` must be built as for the original run (its weights are replaced). Only the
@@ -295,19 +298,24 @@ class Trainer:
             self._stop_signal = number
 
         # a signal the process was started to ignore (nohup, a background job) stays ignored
-        previous = {number: signal.signal(number, ask_to_stop) for number in STOP_SIGNALS
-                    if signal.getsignal(number) is not signal.SIG_IGN}
+        previous = {
+            number: signal.signal(number, ask_to_stop)
+            for number in STOP_SIGNALS
+            if signal.getsignal(number) is not signal.SIG_IGN
+        }
         try:
             yield
         except KeyboardInterrupt as error:
-            raise type(error)(f"stopped at once (a second signal does not wait for the save); "
-                              f"{str(self.out_dir / 'last.pt')!r} holds the last checkpoint finished before it, "
-                              "if any") from None
+            raise type(error)(
+                f"stopped at once (a second signal does not wait for the save); "
+                f"{str(self.out_dir / 'last.pt')!r} holds the last checkpoint finished before it, "
+                "if any"
+            ) from None
         finally:
             for number, handler in previous.items():
                 signal.signal(number, handler)
 
-    def _agreed_signal(self) -> Optional[int]:
+    def _agreed_signal(self) -> int | None:
         """The signal after which the run stops now, or None. Under torchrun every rank must stop at
         the same step (saving is a collective, and a rank left stepping would wait at the next one
         for ever), and a signal may reach one rank only (``kill PID``) or the ranks a step apart
@@ -318,7 +326,7 @@ class Trainer:
             number = self.distributed.max(number or 0, self.device) or None
         return number
 
-    def _stop_if_signalled(self, number: Optional[int]) -> None:
+    def _stop_if_signalled(self, number: int | None) -> None:
         """After the signal ``number`` (from :meth:`_agreed_signal`): the run is saved (the caller
         wrote last.pt); say so and where."""
         if number is None:
@@ -329,7 +337,9 @@ class Trainer:
         raise TrainingInterrupted(
             f"{signal.Signals(number).name} received: stopped after step {self.step} ({where}) and saved "
             f"{str(path)!r}; Trainer.resume(out_dir, ...) continues the run",
-            signal_number=number, checkpoint=path, step=self.step,
+            signal_number=number,
+            checkpoint=path,
+            step=self.step,
         )
 
     # ------------------------------------------------------------------ run structure
@@ -356,8 +366,9 @@ class Trainer:
         except FileNotFoundError:
             current = None
         if current != self._resumed_file:
-            raise CheckpointError(f"{str(self.out_dir / 'last.pt')!r} changed after it was read (another run "
-                                  "wrote it); resume again")
+            raise CheckpointError(
+                f"{str(self.out_dir / 'last.pt')!r} changed after it was read (another run wrote it); resume again"
+            )
         self._resumed_file = None
         remove_stale_temporaries(self.out_dir, RUN_FILES)
         self._write_config()
@@ -371,8 +382,13 @@ class Trainer:
         if config.lr_schedule == "linear":
             total = self.steps_per_epoch * config.epochs
             total = min(total, config.max_steps) if config.max_steps else total
-        return make_schedule(config.lr_schedule, config.lr, decay=config.lr_decay, min_lr=config.min_lr,
-                             total_steps=max(1, total) if total is not None else None)
+        return make_schedule(
+            config.lr_schedule,
+            config.lr,
+            decay=config.lr_decay,
+            min_lr=config.min_lr,
+            total_steps=max(1, total) if total is not None else None,
+        )
 
     def _count_steps(self) -> int:
         """Batches in one training pass (the first epoch's, replayed with its own generator)."""
@@ -383,8 +399,10 @@ class Trainer:
         return count
 
     def _no_batches_message(self) -> str:
-        return (f"the training ids ({self.train_ids.numel()} tokens) give no batch for this model; "
-                "the corpus is too short for its context")
+        return (
+            f"the training ids ({self.train_ids.numel()} tokens) give no batch for this model; "
+            "the corpus is too short for its context"
+        )
 
     def _step_limit_reached(self) -> bool:
         return self.config.max_steps is not None and self.step >= self.config.max_steps
@@ -401,10 +419,17 @@ class Trainer:
             set_rng_state(self._resumed_rng)
             self._resumed_rng = None
         self.model.train()
-        bar = tqdm(total=self.steps_per_epoch or self._num_batches(), initial=self.step_in_epoch, unit="batch",
-                   leave=False, desc=f"epoch {self.epoch + 1}/{config.epochs}",
-                   disable=not (config.progress and self._writes),
-                   file=sys.stderr, dynamic_ncols=True, mininterval=0.5)
+        bar = tqdm(
+            total=self.steps_per_epoch or self._num_batches(),
+            initial=self.step_in_epoch,
+            unit="batch",
+            leave=False,
+            desc=f"epoch {self.epoch + 1}/{config.epochs}",
+            disable=not (config.progress and self._writes),
+            file=sys.stderr,
+            dynamic_ncols=True,
+            mininterval=0.5,
+        )
         window = {"loss": 0.0, "targets": 0, "time": time.perf_counter()}
         started, tokens_before = window["time"], self.tokens
         try:
@@ -435,11 +460,14 @@ class Trainer:
 
     def _batches(self, epoch: int) -> Iterator[dict[str, Any]]:
         """The batches of ``epoch`` this process steps on (every P-th when data parallel)."""
-        batches = iter(self.model.batches(self.train_ids, self.config.batch_size, train=True,
-                                          generator=epoch_generator(self.config.seed, epoch)))
+        batches = iter(
+            self.model.batches(
+                self.train_ids, self.config.batch_size, train=True, generator=epoch_generator(self.config.seed, epoch)
+            )
+        )
         return self.distributed.batches(batches) if self.distributed is not None else batches
 
-    def _num_batches(self) -> Optional[int]:
+    def _num_batches(self) -> int | None:
         """Steps in one epoch of this process when the model can count its batches without drawing them."""
         total = self.model.num_batches(self.train_ids, self.config.batch_size)
         return self.distributed.num_batches(total) if self.distributed is not None and total is not None else total
@@ -485,8 +513,11 @@ class Trainer:
                 if id(param) in self._undeclared:
                     self._undeclared.discard(id(param))
                     name = next(n for n, p in self.model.named_parameters() if p is param)
-                    warnings.warn(f"parameter {name!r} received a sparse gradient but is not in "
-                                  "model.sparse_parameters(); it is trained with dense updates", stacklevel=2)
+                    warnings.warn(
+                        f"parameter {name!r} received a sparse gradient but is not in "
+                        "model.sparse_parameters(); it is trained with dense updates",
+                        stacklevel=2,
+                    )
                 param.grad = param.grad.to_dense()
 
     def _non_finite(self, what: str, batch: dict[str, Any]) -> NonFiniteError:
@@ -517,17 +548,37 @@ class Trainer:
         if config.patience is not None and self.bad_epochs >= config.patience:
             self.stopped_early = True
         self.elapsed = time.perf_counter() - self._clock
-        record = {"epoch": self.epoch, "train_loss": epoch_loss, "valid_ppl": valid_ppl, "lr": lr,
-                  "next_lr": next_lr, "steps": self.step, "tokens": self.tokens, "elapsed": self.elapsed}
+        record = {
+            "epoch": self.epoch,
+            "train_loss": epoch_loss,
+            "valid_ppl": valid_ppl,
+            "lr": lr,
+            "next_lr": next_lr,
+            "steps": self.step,
+            "tokens": self.tokens,
+            "elapsed": self.elapsed,
+        }
         self.history.append(record)
-        self._log({"event": "epoch", "epoch": self.epoch, "step": self.step, "tokens": self.tokens,
-                   "loss": epoch_loss, "lr": lr, "next_lr": next_lr, "tokens_per_s": self._tokens_per_s,
-                   "valid_ppl": valid_ppl,
-                   "best_valid_ppl": self.best_ppl, "elapsed": self.elapsed})
+        self._log(
+            {
+                "event": "epoch",
+                "epoch": self.epoch,
+                "step": self.step,
+                "tokens": self.tokens,
+                "loss": epoch_loss,
+                "lr": lr,
+                "next_lr": next_lr,
+                "tokens_per_s": self._tokens_per_s,
+                "valid_ppl": valid_ppl,
+                "best_valid_ppl": self.best_ppl,
+                "elapsed": self.elapsed,
+            }
+        )
         if config.progress and self._writes:
             shown = f"{valid_ppl:.2f}" if valid_ppl is not None else "n/a"
-            tqdm.write(f"epoch {self.epoch}: train loss {epoch_loss:.4f}, valid ppl {shown}, lr {lr:.3g}",
-                       file=sys.stderr)
+            tqdm.write(
+                f"epoch {self.epoch}: train loss {epoch_loss:.4f}, valid ppl {shown}, lr {lr:.3g}", file=sys.stderr
+            )
         self._save("last.pt")
         if improved:
             self._save("best.pt")
@@ -541,8 +592,18 @@ class Trainer:
         self.elapsed = now - self._clock
         self._watch_divergence(loss, f"training loss at step {self.step}")
         lr = self.schedule.lr
-        self._log({"event": "step", "epoch": self.epoch + 1, "step": self.step, "tokens": self.tokens,
-                   "loss": loss, "lr": lr, "tokens_per_s": tokens_per_s, "elapsed": self.elapsed})
+        self._log(
+            {
+                "event": "step",
+                "epoch": self.epoch + 1,
+                "step": self.step,
+                "tokens": self.tokens,
+                "loss": loss,
+                "lr": lr,
+                "tokens_per_s": tokens_per_s,
+                "elapsed": self.elapsed,
+            }
+        )
         bar.set_postfix_str(f"loss {loss:.4f} | {tokens_per_s:,.0f} tok/s | lr {lr:.3g}", refresh=False)
         window.update(loss=0.0, targets=0, time=now)
 
@@ -556,8 +617,12 @@ class Trainer:
     def _warn_divergence(self, what: str) -> None:
         if not self._warned_divergence:
             self._warned_divergence = True
-            warnings.warn(f"the run is diverging: {what}; a lower learning rate (now {self.schedule.lr:.3g}) "
-                          "or clip_norm usually helps", DivergenceWarning, stacklevel=4)
+            warnings.warn(
+                f"the run is diverging: {what}; a lower learning rate (now {self.schedule.lr:.3g}) "
+                "or clip_norm usually helps",
+                DivergenceWarning,
+                stacklevel=4,
+            )
 
     def _log(self, event: dict[str, Any]) -> None:
         if self.out_dir is not None and self._writes:
@@ -577,7 +642,7 @@ class Trainer:
                 continue
         atomic_write_text(path, "".join(line + "\n" for line in kept))
 
-    def _path(self, name: str) -> Optional[Path]:
+    def _path(self, name: str) -> Path | None:
         if self.out_dir is None:
             return None
         path = self.out_dir / name
@@ -592,24 +657,40 @@ class Trainer:
             optimizer_states = [optimizer.state_dict() for optimizer in self.optimizers]
         else:  # every rank takes part in gathering the one-process state; rank 0 writes it
             model_state = self.distributed.model_state(self.model)
-            optimizer_states = [self.distributed.optimizer_state(optimizer, self.model) for optimizer in self.optimizers]
+            optimizer_states = [
+                self.distributed.optimizer_state(optimizer, self.model) for optimizer in self.optimizers
+            ]
         if self._writes:
             self._write_checkpoint(name, model_state, optimizer_states)
         if self.distributed is not None:  # no rank goes on (to read it, to resume) before the file exists
             self.distributed.barrier()
 
     def _write_checkpoint(self, name: str, model_state: dict[str, Any], optimizer_states: list[dict[str, Any]]) -> None:
-        save_checkpoint(self.out_dir / name, {
-            "model": model_state,
-            "optimizers": optimizer_states,
-            "schedule": self.schedule.state_dict(),
-            "rng": get_rng_state(),
-            "position": {"epoch": self.epoch, "step_in_epoch": self.step_in_epoch, "step": self.step,
-                         "tokens": self.tokens, "epoch_loss_sum": self.epoch_loss_sum,
-                         "epoch_targets": self.epoch_targets},
-            "trainer": {"steps_per_epoch": self.steps_per_epoch, "best_ppl": self.best_ppl,
-                        "best_epoch": self.best_epoch, "bad_epochs": self.bad_epochs,
-                        "stopped_early": self.stopped_early, "history": self.history, "elapsed": self.elapsed},
-            "config": self.config.to_dict(),
-            "meta": self.meta,
-        })
+        save_checkpoint(
+            self.out_dir / name,
+            {
+                "model": model_state,
+                "optimizers": optimizer_states,
+                "schedule": self.schedule.state_dict(),
+                "rng": get_rng_state(),
+                "position": {
+                    "epoch": self.epoch,
+                    "step_in_epoch": self.step_in_epoch,
+                    "step": self.step,
+                    "tokens": self.tokens,
+                    "epoch_loss_sum": self.epoch_loss_sum,
+                    "epoch_targets": self.epoch_targets,
+                },
+                "trainer": {
+                    "steps_per_epoch": self.steps_per_epoch,
+                    "best_ppl": self.best_ppl,
+                    "best_epoch": self.best_epoch,
+                    "bad_epochs": self.bad_epochs,
+                    "stopped_early": self.stopped_early,
+                    "history": self.history,
+                    "elapsed": self.elapsed,
+                },
+                "config": self.config.to_dict(),
+                "meta": self.meta,
+            },
+        )

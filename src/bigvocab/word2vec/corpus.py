@@ -10,21 +10,22 @@ and gensim), so a window reaches over them; with ``unk`` set they become that to
   is memory-mapped, so a corpus larger than memory streams from disk; the engine gives back the
   pages it has passed (:class:`PassedPages`), so resident memory stays flat as it reads.
 """
+
 from __future__ import annotations
 
 import mmap
 import os
 import types
 from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
 from bigvocab.errors import ConfigError, DataError
 
-PathLike = Union[str, os.PathLike]
+PathLike = str | os.PathLike
 #: Words encoded per write to a stream file.
 _BLOCK = 1 << 20
 #: Bytes of a memory-mapped stream read before its pages are given back at once (one madvise call).
@@ -42,11 +43,14 @@ class VocabScan:
 
 def _check_sentences(sentences: object) -> Iterable[Sequence[str]]:
     if isinstance(sentences, (str, bytes)):
-        raise ConfigError("sentences must be an iterable of lists of words, got a string "
-                          "(for a text file, pass corpus_file=PATH)")
+        raise ConfigError(
+            "sentences must be an iterable of lists of words, got a string (for a text file, pass corpus_file=PATH)"
+        )
     if isinstance(sentences, types.GeneratorType):
-        raise ConfigError("sentences is a generator, which can be read only once; training reads it again "
-                          "(pass a list, or an iterable whose __iter__ restarts)")
+        raise ConfigError(
+            "sentences is a generator, which can be read only once; training reads it again "
+            "(pass a list, or an iterable whose __iter__ restarts)"
+        )
     if not hasattr(sentences, "__iter__"):
         raise ConfigError(f"sentences must be an iterable of lists of words, got {type(sentences).__name__}")
     return sentences  # type: ignore[return-value]
@@ -56,8 +60,10 @@ def iter_sentences(sentences: object) -> Iterator[Sequence[str]]:
     """The sentences, each checked to be a list of words (not one string)."""
     for sentence in _check_sentences(sentences):
         if isinstance(sentence, (str, bytes)):
-            raise ConfigError("each sentence must be a list of words, got a string; split it first "
-                              f"(e.g. {str(sentence)[:30]!r}.split())")
+            raise ConfigError(
+                "each sentence must be a list of words, got a string; split it first "
+                f"(e.g. {str(sentence)[:30]!r}.split())"
+            )
         yield sentence
 
 
@@ -81,7 +87,7 @@ def scan(sentences: Iterable[Sequence[str]]) -> VocabScan:
 
 
 def keep_words(
-    found: VocabScan, min_count: int, max_final_vocab: Optional[int] = None, unk: Optional[str] = None
+    found: VocabScan, min_count: int, max_final_vocab: int | None = None, unk: str | None = None
 ) -> tuple[list[str], list[int]]:
     """Words with at least ``min_count`` occurrences by descending count (ties in order of first
     appearance, as gensim), at most ``max_final_vocab`` of them; with ``unk``, the dropped words'
@@ -112,7 +118,7 @@ def keep_words(
 DROP = -2
 
 
-def encoding_index(found: VocabScan, words: Sequence[str], unk: Optional[str] = None) -> dict[str, int]:
+def encoding_index(found: VocabScan, words: Sequence[str], unk: str | None = None) -> dict[str, int]:
     """word -> id for every word seen in the scan: the kept words' ids, the others ``unk``'s id or
     DROP. Knowing every word lets :func:`encode` map a sentence at C speed."""
     index = dict.fromkeys(found.counts, words.index(unk) if unk is not None else DROP)

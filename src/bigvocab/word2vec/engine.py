@@ -25,12 +25,13 @@ thread) ends the epoch once the chunks under way are done, with every chunk befo
 trained, so the epoch resumes from the cursor (a signal stops a run within a chunk, not at the
 epoch's end).
 """
+
 from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 import numpy as np
 import torch
@@ -68,7 +69,7 @@ class EngineArrays:
     window: int
 
 
-def engine_unsupported(model) -> Optional[str]:
+def engine_unsupported(model) -> str | None:
     """Why the engine cannot train ``model`` (None when it can); the output layer says for itself
     (:mod:`bigvocab.outputs.engine`)."""
     name = model.model_name()
@@ -84,7 +85,7 @@ def _numpy_view(tensor: torch.Tensor) -> np.ndarray:
     return tensor.detach().numpy()
 
 
-def _long(tensor: Optional[torch.Tensor]) -> np.ndarray:
+def _long(tensor: torch.Tensor | None) -> np.ndarray:
     return tensor.cpu().numpy().astype(np.int64) if tensor is not None else np.zeros(1, dtype=np.int64)
 
 
@@ -101,10 +102,18 @@ def engine_arrays(model) -> EngineArrays:
         accept, alias = accept_t.numpy(), _long(alias_t)
     keep = model.keep_prob.cpu().numpy().astype(np.float64) if model.keep_prob is not None else np.ones(vocab_size)
     return EngineArrays(
-        syn0=_numpy_view(model.embedding.weight), syn1=_numpy_view(tables.rows), hs=tables.kind == HIERARCHICAL_SOFTMAX,
-        negative=tables.num_samples, accept=accept, alias=alias, path_offsets=_long(tables.path_offsets),
-        path_rows=_long(tables.path_rows), path_codes=_long(tables.path_codes), keep_prob=keep,
-        sg=model.model_name() == "skipgram", cbow_mean=bool(getattr(model.config, "cbow_mean", True)),
+        syn0=_numpy_view(model.embedding.weight),
+        syn1=_numpy_view(tables.rows),
+        hs=tables.kind == HIERARCHICAL_SOFTMAX,
+        negative=tables.num_samples,
+        accept=accept,
+        alias=alias,
+        path_offsets=_long(tables.path_offsets),
+        path_rows=_long(tables.path_rows),
+        path_codes=_long(tables.path_codes),
+        keep_prob=keep,
+        sg=model.model_name() == "skipgram",
+        cbow_mean=bool(getattr(model.config, "cbow_mean", True)),
         window=model.config.window,
     )
 
@@ -205,7 +214,7 @@ class _Cursor:
         self._training: dict[int, int] = {}  # worker -> start of its chunk
         self._lock = threading.Lock()
 
-    def take(self, worker: int) -> Optional[tuple[int, int]]:
+    def take(self, worker: int) -> tuple[int, int] | None:
         """``worker``'s next chunk (start, end), or None at the end of the stream or once
         :attr:`stop` is set."""
         with self._lock:
@@ -252,8 +261,8 @@ def train_epoch(
     shared: bool = False,
     chunk_words: int = CHUNK_WORDS,
     start: int = 0,
-    should_stop: Optional[Callable[[], bool]] = None,
-    bar: Optional[tqdm] = None,
+    should_stop: Callable[[], bool] | None = None,
+    bar: tqdm | None = None,
 ) -> EpochResult:
     """One pass over ``stream[start:]`` (word ids, -1 after each sentence) with ``workers``
     threads sharing one chunk cursor. ``words_before`` words of the run were read before (they
@@ -271,11 +280,39 @@ def train_epoch(
         try:
             while (chunk := cursor.take(worker)) is not None:
                 read, kept = train_chunk(
-                    stream, chunk[0], chunk[1], arrays.keep_prob, arrays.syn0, arrays.syn1, arrays.sg, arrays.hs,
-                    shared, arrays.cbow_mean, arrays.window, shrink, arrays.accept, arrays.alias, arrays.path_offsets,
-                    arrays.path_rows, arrays.path_codes, schedule.at(cursor.read), scratch.rng, scratch.sentence,
-                    scratch.context, scratch.negatives, scratch.neu1, scratch.work, scratch.rows, scratch.steps,
-                    scratch.grads, scratch.dots, stage.depth, stage.slot_of, stage.rows, scratch.local, scratch.base,
+                    stream,
+                    chunk[0],
+                    chunk[1],
+                    arrays.keep_prob,
+                    arrays.syn0,
+                    arrays.syn1,
+                    arrays.sg,
+                    arrays.hs,
+                    shared,
+                    arrays.cbow_mean,
+                    arrays.window,
+                    shrink,
+                    arrays.accept,
+                    arrays.alias,
+                    arrays.path_offsets,
+                    arrays.path_rows,
+                    arrays.path_codes,
+                    schedule.at(cursor.read),
+                    scratch.rng,
+                    scratch.sentence,
+                    scratch.context,
+                    scratch.negatives,
+                    scratch.neu1,
+                    scratch.work,
+                    scratch.rows,
+                    scratch.steps,
+                    scratch.grads,
+                    scratch.dots,
+                    stage.depth,
+                    stage.slot_of,
+                    stage.rows,
+                    scratch.local,
+                    scratch.base,
                     scratch.since,
                 )
                 cursor.done(worker, read, kept)
@@ -316,5 +353,15 @@ def train_epoch(
 
 def progress_bar(total_words: int, enabled: bool, desc: str = "word2vec", initial: int = 0) -> tqdm:
     """A bar counted in words, which shows words/s and the ETA."""
-    return tqdm(total=total_words, initial=initial, unit="word", unit_scale=True, desc=desc, disable=not enabled,
-                file=sys.stderr, dynamic_ncols=True, mininterval=0.5, leave=False)
+    return tqdm(
+        total=total_words,
+        initial=initial,
+        unit="word",
+        unit_scale=True,
+        desc=desc,
+        disable=not enabled,
+        file=sys.stderr,
+        dynamic_ncols=True,
+        mininterval=0.5,
+        leave=False,
+    )

@@ -6,11 +6,12 @@ correlations reuse :mod:`bigvocab.evaluate` (cosine over unit rows, 3CosAdd, Spe
 methods keep gensim 4's names, signatures and return shapes, so code written for
 ``gensim.models.KeyedVectors`` runs unchanged.
 """
+
 from __future__ import annotations
 
 import math
 import os
-from typing import Iterable, Optional, Sequence, Union
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import torch
@@ -20,8 +21,8 @@ from bigvocab.evaluate.analogy import evaluate_analogies, read_analogies
 from bigvocab.evaluate.similarity import evaluate_similarity, read_word_pairs
 from bigvocab.evaluate.vectors import WordVectors, load_word2vec_format
 
-Key = Union[str, int]
-Query = Union[Key, np.ndarray, torch.Tensor]
+Key = str | int
+Query = Key | np.ndarray | torch.Tensor
 
 
 class KeyedVectors:
@@ -32,14 +33,16 @@ class KeyedVectors:
         vectors: (V, D) float32 array or tensor; kept without a copy when it is a CPU float32 one.
     """
 
-    def __init__(self, index_to_key: Sequence[str], vectors: Union[np.ndarray, torch.Tensor]) -> None:
+    def __init__(self, index_to_key: Sequence[str], vectors: np.ndarray | torch.Tensor) -> None:
         tensor = torch.as_tensor(vectors).detach()
         if tensor.dim() != 2 or tensor.shape[0] != len(index_to_key):
-            raise DataError(f"{len(index_to_key)} keys need a ({len(index_to_key)}, D) matrix, got {tuple(tensor.shape)}")
+            raise DataError(
+                f"{len(index_to_key)} keys need a ({len(index_to_key)}, D) matrix, got {tuple(tensor.shape)}"
+            )
         self._tensor = tensor
         self.index_to_key = list(index_to_key)
         self.key_to_index = {key: i for i, key in enumerate(self.index_to_key)}
-        self._words: Optional[WordVectors] = None
+        self._words: WordVectors | None = None
 
     # ------------------------------------------------------------------ lookup
     @property
@@ -60,7 +63,7 @@ class KeyedVectors:
     def has_index_for(self, key: object) -> bool:
         return key in self
 
-    def get_index(self, key: Key, default: Optional[int] = None) -> int:
+    def get_index(self, key: Key, default: int | None = None) -> int:
         """Row of ``key`` (an int is taken as a row); KeyError when absent and no ``default``."""
         if isinstance(key, (int, np.integer)) and 0 <= key < len(self):
             return int(key)
@@ -75,7 +78,7 @@ class KeyedVectors:
         index = self.get_index(key)
         return (self._unit()[index] if norm else self._tensor[index]).numpy()
 
-    def __getitem__(self, key_or_keys: Union[Key, Iterable[Key]]) -> np.ndarray:
+    def __getitem__(self, key_or_keys: Key | Iterable[Key]) -> np.ndarray:
         """One key -> (D,); a list of keys -> (n, D)."""
         if isinstance(key_or_keys, (str, int, np.integer)):
             return self.get_vector(key_or_keys)
@@ -96,7 +99,9 @@ class KeyedVectors:
     # ------------------------------------------------------------------ similarity
     def _direction(self, positive, negative) -> tuple[torch.Tensor, set[int]]:
         """Weighted mean of the unit vectors (+1 positive, -1 negative) and the rows of keys."""
-        terms: list[tuple[Query, float]] = [(q, 1.0) for q in _as_list(positive)] + [(q, -1.0) for q in _as_list(negative)]
+        terms: list[tuple[Query, float]] = [(q, 1.0) for q in _as_list(positive)] + [
+            (q, -1.0) for q in _as_list(negative)
+        ]
         if not terms:
             raise ValueError("cannot compute similarity with no input")
         unit, parts, used = self._unit(), [], set()
@@ -112,8 +117,14 @@ class KeyedVectors:
         return mean / mean.norm().clamp_min(1e-30), used
 
     def most_similar(
-        self, positive=None, negative=None, topn: Optional[int] = 10, clip_start: int = 0, clip_end: Optional[int] = None,
-        restrict_vocab: Optional[int] = None, indexer=None,
+        self,
+        positive=None,
+        negative=None,
+        topn: int | None = 10,
+        clip_start: int = 0,
+        clip_end: int | None = None,
+        restrict_vocab: int | None = None,
+        indexer=None,
     ):
         """The ``topn`` keys nearest by cosine to the mean of the positive unit vectors minus the
         negative ones, as ``[(key, similarity), ...]``; the input keys are excluded. With
@@ -135,13 +146,13 @@ class KeyedVectors:
         values, ids = scores.topk(max(count, 0))
         return [(self.index_to_key[i + clip_start], float(v)) for v, i in zip(values.tolist(), ids.tolist())]
 
-    def similar_by_word(self, word: str, topn: Optional[int] = 10, restrict_vocab: Optional[int] = None):
+    def similar_by_word(self, word: str, topn: int | None = 10, restrict_vocab: int | None = None):
         return self.most_similar(positive=[word], topn=topn, restrict_vocab=restrict_vocab)
 
-    def similar_by_key(self, key: str, topn: Optional[int] = 10, restrict_vocab: Optional[int] = None):
+    def similar_by_key(self, key: str, topn: int | None = 10, restrict_vocab: int | None = None):
         return self.similar_by_word(key, topn, restrict_vocab)
 
-    def similar_by_vector(self, vector, topn: Optional[int] = 10, restrict_vocab: Optional[int] = None):
+    def similar_by_vector(self, vector, topn: int | None = 10, restrict_vocab: int | None = None):
         return self.most_similar(positive=[np.asarray(vector)], topn=topn, restrict_vocab=restrict_vocab)
 
     def similarity(self, w1: Key, w2: Key) -> float:
@@ -172,8 +183,12 @@ class KeyedVectors:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate_word_analogies(
-        self, analogies: Union[str, os.PathLike], restrict_vocab: int = 300000, case_insensitive: bool = True,
-        dummy4unknown: bool = False, similarity_function: str = "most_similar",
+        self,
+        analogies: str | os.PathLike,
+        restrict_vocab: int = 300000,
+        case_insensitive: bool = True,
+        dummy4unknown: bool = False,
+        similarity_function: str = "most_similar",
     ) -> tuple[float, list[dict]]:
         """``(accuracy, sections)`` as gensim: each section ``{"section", "correct", "incorrect"}``
         with the questions as upper-cased 4-tuples, and a last ``"Total accuracy"`` section.
@@ -198,8 +213,13 @@ class KeyedVectors:
         return (len(correct_all) / answered if answered else 0.0), sections
 
     def evaluate_word_pairs(
-        self, pairs: Union[str, os.PathLike], delimiter: str = "\t", encoding: str = "utf8",
-        restrict_vocab: int = 300000, case_insensitive: bool = True, dummy4unknown: bool = False,
+        self,
+        pairs: str | os.PathLike,
+        delimiter: str = "\t",
+        encoding: str = "utf8",
+        restrict_vocab: int = 300000,
+        case_insensitive: bool = True,
+        dummy4unknown: bool = False,
     ) -> tuple[tuple[float, float], tuple[float, float], float]:
         """``((pearson, p-value), (spearman, p-value), oov_ratio)`` as gensim, the ratio in percent
         of the pairs with a word outside the ``restrict_vocab`` most frequent (p-values need
@@ -221,15 +241,16 @@ class KeyedVectors:
         return (pearson, _p_value(pearson, len(found))), (result.spearman, _p_value(result.spearman, len(found))), oov
 
     # ------------------------------------------------------------------ files
-    def save_word2vec_format(self, fname: Union[str, os.PathLike], fvocab=None, binary: bool = False, **kwargs) -> None:
+    def save_word2vec_format(self, fname: str | os.PathLike, fvocab=None, binary: bool = False, **kwargs) -> None:
         """word2vec's text or binary format (:mod:`bigvocab.evaluate.vectors`)."""
         if fvocab is not None:
             raise ValueError("fvocab= is not supported by bigvocab")
         self._evaluator().save_word2vec_format(fname, binary=binary)
 
     @classmethod
-    def load_word2vec_format(cls, fname: Union[str, os.PathLike], fvocab=None, binary: bool = False,
-                             **kwargs) -> "KeyedVectors":
+    def load_word2vec_format(
+        cls, fname: str | os.PathLike, fvocab=None, binary: bool = False, **kwargs
+    ) -> KeyedVectors:
         if fvocab is not None:
             raise ValueError("fvocab= is not supported by bigvocab")
         loaded = load_word2vec_format(fname, binary=binary)

@@ -17,13 +17,15 @@ Differences from gensim, each deliberate:
 * the torch path (``output=`` another layer) reads the stream without sentence ends, so its
   windows cross them (see :mod:`bigvocab.models.word2vec`).
 """
+
 from __future__ import annotations
 
 import os
 import tempfile
 import warnings
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any
 
 import numpy as np
 import torch
@@ -38,7 +40,7 @@ from bigvocab.word2vec import corpus as corpus_io
 from bigvocab.word2vec.engine import CHUNK_WORDS, Schedule, engine_arrays, engine_unsupported, progress_bar, train_epoch
 from bigvocab.word2vec.keyed_vectors import KeyedVectors
 
-PathLike = Union[str, os.PathLike]
+PathLike = str | os.PathLike
 _SAVE_FORMAT = "bigvocab.Word2Vec/1"
 
 
@@ -50,9 +52,15 @@ def _check_choice(name: str, value: object, choices: tuple) -> Any:
     return value
 
 
-def _check_number(name: str, value: object, low: float, high: float = float("inf"), *, closed_high: bool = True) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high \
-            or (not closed_high and value == high):
+def _check_number(
+    name: str, value: object, low: float, high: float = float("inf"), *, closed_high: bool = True
+) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not low <= value <= high
+        or (not closed_high and value == high)
+    ):
         bound = f"[{low}, {high}{']' if closed_high else ')'}"
         raise ConfigError(f"{name} must be a number in {bound}, got {value!r}")
     return float(value)
@@ -76,13 +84,13 @@ class Word2Vec:
 
     def __init__(
         self,
-        sentences: Optional[Iterable[Sequence[str]]] = None,
-        corpus_file: Optional[PathLike] = None,
+        sentences: Iterable[Sequence[str]] | None = None,
+        corpus_file: PathLike | None = None,
         vector_size: int = 100,
         alpha: float = 0.025,
         window: int = 5,
         min_count: int = 5,
-        max_vocab_size: Optional[int] = None,
+        max_vocab_size: int | None = None,
         sample: float = 1e-3,
         seed: int = 1,
         workers: int = 3,
@@ -100,19 +108,23 @@ class Word2Vec:
         batch_words: int = CHUNK_WORDS,
         compute_loss: bool = False,
         callbacks: Sequence[Any] = (),
-        comment: Optional[str] = None,
-        max_final_vocab: Optional[int] = None,
+        comment: str | None = None,
+        max_final_vocab: int | None = None,
         shrink_windows: bool = True,
         *,
-        output: Optional[str] = None,
-        output_options: Optional[Mapping[str, Any]] = None,
+        output: str | None = None,
+        output_options: Mapping[str, Any] | None = None,
         hogbatch: bool = False,
-        unk: Optional[str] = None,
+        unk: str | None = None,
         engine: bool = True,
         progress: bool = True,
     ) -> None:
-        for name, value, default in (("max_vocab_size", max_vocab_size, None), ("trim_rule", trim_rule, None),
-                                     ("compute_loss", compute_loss, False), ("callbacks", tuple(callbacks), ())):
+        for name, value, default in (
+            ("max_vocab_size", max_vocab_size, None),
+            ("trim_rule", trim_rule, None),
+            ("compute_loss", compute_loss, False),
+            ("callbacks", tuple(callbacks), ()),
+        ):
             if value != default:
                 raise ConfigError(f"{name}={value!r} is not supported by bigvocab.Word2Vec (leave it at {default!r})")
         self.vector_size = check_positive_int("vector_size", vector_size)
@@ -130,7 +142,9 @@ class Word2Vec:
         self.hs = _check_choice("hs", hs, (0, 1))
         self.cbow_mean = _check_choice("cbow_mean", cbow_mean, (0, 1))
         self.seed = int(_check_number("seed", seed, 0))
-        self.max_final_vocab = None if max_final_vocab is None else check_positive_int("max_final_vocab", max_final_vocab)
+        self.max_final_vocab = (
+            None if max_final_vocab is None else check_positive_int("max_final_vocab", max_final_vocab)
+        )
         self.shrink_windows = bool(shrink_windows)
         self.hogbatch = bool(hogbatch)
         self.unk = unk
@@ -139,38 +153,55 @@ class Word2Vec:
         self.output_options = dict(output_options or {})
         self.output = self._choose_output(output)
         if self.hogbatch and not (self.sg and engine_kind_of(self.output) == NEGATIVE_SAMPLING):
-            raise ConfigError("hogbatch=True shares negatives within a skip-gram window: it needs sg=1 and "
-                              "negative sampling (hs=0)")
+            raise ConfigError(
+                "hogbatch=True shares negatives within a skip-gram window: it needs sg=1 and negative sampling (hs=0)"
+            )
         self.module = None  # the bigvocab model, built by build_vocab
-        self.wv: Optional[KeyedVectors] = None
+        self.wv: KeyedVectors | None = None
         self.corpus_count = 0
         self.corpus_total_words = 0
         self.epochs_trained = 0
-        self._tmp: Optional[tempfile.TemporaryDirectory] = None
+        self._tmp: tempfile.TemporaryDirectory | None = None
         if sentences is not None and corpus_file is not None:
             raise ConfigError("give sentences or corpus_file, not both")
         if sentences is not None or corpus_file is not None:
             self.build_vocab(sentences, corpus_file=corpus_file)
-            self.train(sentences, corpus_file=corpus_file, total_examples=self.corpus_count,
-                       total_words=self.corpus_total_words, epochs=self.epochs)
+            self.train(
+                sentences,
+                corpus_file=corpus_file,
+                total_examples=self.corpus_count,
+                total_words=self.corpus_total_words,
+                epochs=self.epochs,
+            )
 
-    def _choose_output(self, output: Optional[str]) -> str:
+    def _choose_output(self, output: str | None) -> str:
         if output is not None:
             OUTPUTS.get(output)  # an unknown name names the closest
             return output
         if self.hs and self.negative:
-            warnings.warn(f"bigvocab trains one output layer: hs=1 uses the hierarchical softmax only, without "
-                          f"gensim's extra negative sampling (negative={self.negative}); pass negative=0 to silence this",
-                          stacklevel=3)
+            warnings.warn(
+                f"bigvocab trains one output layer: hs=1 uses the hierarchical softmax only, without "
+                f"gensim's extra negative sampling (negative={self.negative}); pass negative=0 to silence this",
+                stacklevel=3,
+            )
         if not self.hs and not self.negative:
-            raise ConfigError("negative=0 with hs=0 trains no output layer: set negative > 0 (negative sampling) "
-                              "or hs=1 (hierarchical softmax)")
+            raise ConfigError(
+                "negative=0 with hs=0 trains no output layer: set negative > 0 (negative sampling) "
+                "or hs=1 (hierarchical softmax)"
+            )
         return layer_for_engine_kind(HIERARCHICAL_SOFTMAX if self.hs else NEGATIVE_SAMPLING)
 
     # ------------------------------------------------------------------ vocabulary
-    def build_vocab(self, corpus_iterable: Optional[Iterable[Sequence[str]]] = None,
-                    corpus_file: Optional[PathLike] = None, update: bool = False, progress_per: int = 10000,
-                    keep_raw_vocab: bool = False, trim_rule: Any = None, **kwargs: Any) -> None:
+    def build_vocab(
+        self,
+        corpus_iterable: Iterable[Sequence[str]] | None = None,
+        corpus_file: PathLike | None = None,
+        update: bool = False,
+        progress_per: int = 10000,
+        keep_raw_vocab: bool = False,
+        trim_rule: Any = None,
+        **kwargs: Any,
+    ) -> None:
         """Count the words, keep those with at least ``min_count`` occurrences (by descending
         count) and build the model with fresh weights (seeded by ``seed``)."""
         if update:
@@ -186,8 +217,12 @@ class Word2Vec:
     def _build(self, words: list[str], counts: list[int]) -> None:
         torch.manual_seed(self.seed)
         # gensim 4's initial range, which trained closer to gensim's quality on Brown than word2vec.c's
-        model_kwargs: dict[str, Any] = {"vector_size": self.vector_size, "window": self.window, "sample": self.sample,
-                                        "init": "gensim"}
+        model_kwargs: dict[str, Any] = {
+            "vector_size": self.vector_size,
+            "window": self.window,
+            "sample": self.sample,
+            "init": "gensim",
+        }
         if not self.sg:
             model_kwargs["cbow_mean"] = bool(self.cbow_mean)
         output_kwargs = word2vec_output_options(self.output)
@@ -195,8 +230,15 @@ class Word2Vec:
             # neg refuses k >= V (the full softmax done badly); gensim allows it on toy vocabularies
             output_kwargs.update(num_samples=min(self.negative, len(words) - 1), ns_exponent=self.ns_exponent)
         output_kwargs.update(self.output_options)
-        self.module = build_model("skipgram" if self.sg else "cbow", len(words), self.output, counts=counts,
-                                  words=words, model_kwargs=model_kwargs, output_kwargs=output_kwargs)
+        self.module = build_model(
+            "skipgram" if self.sg else "cbow",
+            len(words),
+            self.output,
+            counts=counts,
+            words=words,
+            model_kwargs=model_kwargs,
+            output_kwargs=output_kwargs,
+        )
         self.counts = list(counts)
         self.wv = KeyedVectors(words, self.module.embedding.weight.detach())
         self._index = dict(self.wv.key_to_index)
@@ -207,16 +249,16 @@ class Word2Vec:
         return self.engine and self.module is not None and engine_unsupported(self.module) is None
 
     @property
-    def syn1neg(self) -> Optional[np.ndarray]:
+    def syn1neg(self) -> np.ndarray | None:
         """gensim's output vectors of negative sampling (a view), or None."""
         return self._engine_rows(NEGATIVE_SAMPLING)
 
     @property
-    def syn1(self) -> Optional[np.ndarray]:
+    def syn1(self) -> np.ndarray | None:
         """gensim's Huffman-tree node vectors (a view), or None."""
         return self._engine_rows(HIERARCHICAL_SOFTMAX)
 
-    def _engine_rows(self, kind: str) -> Optional[np.ndarray]:
+    def _engine_rows(self, kind: str) -> np.ndarray | None:
         """The output layer's rows (a view) when it is word2vec's layer ``kind`` (see
         :mod:`bigvocab.outputs.engine`), else None."""
         output = self.module.output if self.module is not None else None
@@ -225,11 +267,22 @@ class Word2Vec:
         return output.engine_tables().rows.detach().numpy()
 
     # ------------------------------------------------------------------ training
-    def train(self, corpus_iterable: Optional[Iterable[Sequence[str]]] = None, corpus_file: Optional[PathLike] = None,
-              total_examples: Optional[int] = None, total_words: Optional[int] = None, epochs: Optional[int] = None,
-              start_alpha: Optional[float] = None, end_alpha: Optional[float] = None, word_count: int = 0,
-              queue_factor: int = 2, report_delay: float = 1.0, compute_loss: bool = False, callbacks: Sequence = (),
-              **kwargs: Any) -> tuple[int, int]:
+    def train(
+        self,
+        corpus_iterable: Iterable[Sequence[str]] | None = None,
+        corpus_file: PathLike | None = None,
+        total_examples: int | None = None,
+        total_words: int | None = None,
+        epochs: int | None = None,
+        start_alpha: float | None = None,
+        end_alpha: float | None = None,
+        word_count: int = 0,
+        queue_factor: int = 2,
+        report_delay: float = 1.0,
+        compute_loss: bool = False,
+        callbacks: Sequence = (),
+        **kwargs: Any,
+    ) -> tuple[int, int]:
         """``epochs`` passes over the corpus, the learning rate decaying linearly from
         ``start_alpha`` (default ``alpha``) to ``end_alpha`` (``min_alpha``) over all of them.
         As gensim, ``total_examples`` or ``total_words`` and ``epochs`` must be given (the
@@ -239,8 +292,10 @@ class Word2Vec:
         if (corpus_iterable is None) == (corpus_file is None):
             raise ConfigError("train needs corpus_iterable or corpus_file (exactly one)")
         if corpus_iterable is not None and total_examples is None and total_words is None:
-            raise ConfigError("you must specify either total_examples or total_words, for the progress and the "
-                              "learning rate (usually total_examples=model.corpus_count)")
+            raise ConfigError(
+                "you must specify either total_examples or total_words, for the progress and the "
+                "learning rate (usually total_examples=model.corpus_count)"
+            )
         if epochs is None:
             raise ConfigError("you must specify an explicit epochs count (usually epochs=model.epochs)")
         epochs = check_positive_int("epochs", epochs)
@@ -265,21 +320,31 @@ class Word2Vec:
         with progress_bar(words * epochs, self.progress) as bar:
             for epoch in range(epochs):
                 bar.set_description(f"epoch {epoch + 1}/{epochs}")
-                done = train_epoch(arrays, stream, schedule=schedule, words_before=epoch * words,
-                                   epoch=self.epochs_trained + epoch, workers=self.workers, seed=self.seed,
-                                   shrink=self.shrink_windows, shared=self.hogbatch, chunk_words=self.batch_words,
-                                   bar=bar)
+                done = train_epoch(
+                    arrays,
+                    stream,
+                    schedule=schedule,
+                    words_before=epoch * words,
+                    epoch=self.epochs_trained + epoch,
+                    workers=self.workers,
+                    seed=self.seed,
+                    shrink=self.shrink_windows,
+                    shared=self.hogbatch,
+                    chunk_words=self.batch_words,
+                    bar=bar,
+                )
                 kept += done.kept
         return kept
 
     def _train_torch(self, stream: np.ndarray, epochs: int, alpha: float, min_alpha: float) -> int:
         """The torch path (any output layer): word2vec's update rule by minibatch SGD."""
-        from bigvocab.train import Trainer, TrainConfig
+        from bigvocab.train import TrainConfig, Trainer
 
         ids = torch.from_numpy(np.asarray(stream[stream >= 0], dtype=np.int64))
         options = {k: v for k, v in WORD2VEC_DEFAULTS.items() if k in ("optimizer", "lr_schedule")}
-        config = TrainConfig(epochs=epochs, lr=alpha, min_lr=min_alpha, patience=None, seed=self.seed,
-                             progress=self.progress, **options)
+        config = TrainConfig(
+            epochs=epochs, lr=alpha, min_lr=min_alpha, patience=None, seed=self.seed, progress=self.progress, **options
+        )
         Trainer(self.module, ids, None, config).fit()
         return int(ids.numel()) * epochs
 
@@ -305,13 +370,22 @@ class Word2Vec:
         """Everything needed to go on training or querying: options, vocabulary, weights."""
         if self.module is None:
             raise DataError("nothing to save: build the vocabulary first")
-        state = {key: value for key, value in vars(self).items()
-                 if key not in ("module", "wv", "_tmp", "counts", "_index")}
-        torch.save({"format": _SAVE_FORMAT, "options": state, "words": self.wv.index_to_key, "counts": self.counts,
-                    "module": self.module.state_dict()}, fname_or_handle)
+        state = {
+            key: value for key, value in vars(self).items() if key not in ("module", "wv", "_tmp", "counts", "_index")
+        }
+        torch.save(
+            {
+                "format": _SAVE_FORMAT,
+                "options": state,
+                "words": self.wv.index_to_key,
+                "counts": self.counts,
+                "module": self.module.state_dict(),
+            },
+            fname_or_handle,
+        )
 
     @classmethod
-    def load(cls, fname: PathLike, *args: Any, **kwargs: Any) -> "Word2Vec":
+    def load(cls, fname: PathLike, *args: Any, **kwargs: Any) -> Word2Vec:
         try:
             saved = torch.load(fname, map_location="cpu", weights_only=False)
         except FileNotFoundError:

@@ -9,23 +9,25 @@ the words read, from ``lr`` to ``min_lr`` over all epochs (word2vec's schedule).
 vocabulary has one (windows stop there, and ``</s>`` is not trained as a word); other tokens,
 ``<unk>`` included, are words as on the torch path.
 """
+
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import torch
 
 from bigvocab.errors import ConfigError
-from bigvocab.train import PYTHON_SPELLING, Trainer, TrainConfig
+from bigvocab.train import PYTHON_SPELLING, TrainConfig, Trainer
 from bigvocab.word2vec.engine import Schedule, engine_arrays, engine_unsupported, progress_bar, train_epoch
 
 #: Tokens whose loss is measured after an engine epoch (the engine itself computes no loss).
 LOSS_SAMPLE_TOKENS = 20000
 
 
-def engine_applies(model, config: TrainConfig) -> Optional[str]:
+def engine_applies(model, config: TrainConfig) -> str | None:
     """Why the engine cannot run this training (None when it can): it needs a model and output
     layer it compiles, the CPU, plain SGD on the linear schedule, and whole epochs."""
     reason = engine_unsupported(model)
@@ -44,7 +46,7 @@ class EngineTrainer(Trainer):
     #: Hogwild! threads.
     workers: int = 1
     #: The id that ends a sentence in the training ids (becomes the engine's -1), or None.
-    sentence_end: Optional[int] = None
+    sentence_end: int | None = None
 
     def _count_steps(self) -> int:
         return 1
@@ -65,11 +67,24 @@ class EngineTrainer(Trainer):
         self.schedule.at_step(self.step)  # the lr logged for the epoch: the one it starts with
         self.model.train()
         started = time.perf_counter()
-        with progress_bar(words, config.progress, desc=f"epoch {self.epoch + 1}/{config.epochs}",
-                          initial=self.tokens - self.epoch * words) as bar:
-            done = train_epoch(engine_arrays(self.model), stream, schedule=schedule, words_before=self.tokens,
-                               epoch=self.epoch, workers=self.workers, seed=config.seed, start=self.step_in_epoch,
-                               should_stop=lambda: self._stop_signal is not None, bar=bar)
+        with progress_bar(
+            words,
+            config.progress,
+            desc=f"epoch {self.epoch + 1}/{config.epochs}",
+            initial=self.tokens - self.epoch * words,
+        ) as bar:
+            done = train_epoch(
+                engine_arrays(self.model),
+                stream,
+                schedule=schedule,
+                words_before=self.tokens,
+                epoch=self.epoch,
+                workers=self.workers,
+                seed=config.seed,
+                start=self.step_in_epoch,
+                should_stop=lambda: self._stop_signal is not None,
+                bar=bar,
+            )
         self._tokens_per_s = done.read / max(time.perf_counter() - started, 1e-9)
         self.tokens += done.read
         self.step_in_epoch = done.position
@@ -93,19 +108,20 @@ class EngineTrainer(Trainer):
 
 
 def trainer_class(
-    model, config: TrainConfig, workers: Optional[int] = None, spelling: Mapping[str, str] = PYTHON_SPELLING
+    model, config: TrainConfig, workers: int | None = None, spelling: Mapping[str, str] = PYTHON_SPELLING
 ) -> type[Trainer]:
     """:class:`EngineTrainer` where the engine can train ``model`` under ``config``, else the torch
     :class:`Trainer`; ``workers`` (engine threads) given for a run the engine cannot train is a
     :class:`ConfigError` that says why (named as ``spelling`` writes it)."""
     reason = engine_applies(model, config)
     if reason is not None and workers is not None:
-        raise ConfigError(f"{spelling['workers']} sets the threads of the word2vec engine, which cannot train this "
-                          f"run: {reason}")
+        raise ConfigError(
+            f"{spelling['workers']} sets the threads of the word2vec engine, which cannot train this run: {reason}"
+        )
     return Trainer if reason is not None else EngineTrainer
 
 
-def configure_engine(trainer: Trainer, workers: Optional[int], vocab: Any) -> None:
+def configure_engine(trainer: Trainer, workers: int | None, vocab: Any) -> None:
     """Give an EngineTrainer its threads and the vocabulary's sentence end (no-op otherwise)."""
     if isinstance(trainer, EngineTrainer):
         trainer.workers = workers or 1

@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 from bigvocab.errors import ConfigError
 
@@ -40,16 +39,16 @@ class QualityConfig:
     #: exact test (and validation) perplexity on the first this many tokens of each split (None:
     #: the whole split); both are computed at every checkpoint, so a large V makes them the cost
     #: that counts.
-    test_tokens: Optional[int] = None
+    test_tokens: int | None = None
     #: tokens of the Brown training split used per layer (None: all 800k, i.e. one epoch).
-    brown_train_tokens: Optional[int] = 200_000
+    brown_train_tokens: int | None = 200_000
     #: training wall time of every layer (evaluation excluded).
     budget_seconds: float = 4.0
     #: fractions of the budget at which the exact perplexities are measured (the last is 1).
     checkpoints: tuple[float, ...] = (0.125, 0.25, 0.5, 1.0)
     #: intra-op threads while training (None: torch's setting). The NNLM's matrices are small, so
     #: extra threads buy little, and on a shared machine they mostly wait for each other.
-    threads: Optional[int] = 1
+    threads: int | None = 1
     batch_size: int = 128
     #: optimiser name and learning rate of ``bigvocab.train.TrainConfig``, the same for every layer
     #: (Adam: sparse rows go to SparseAdam, so sampled and tree layers keep sparse steps).
@@ -65,7 +64,7 @@ class BenchConfig:
 
     mode: str = "quick"
     #: fnmatch patterns over the output layers, the hsm tree variants and the peers; None = all.
-    outputs: Optional[list[str]] = None
+    outputs: list[str] | None = None
     vocab_sizes: tuple[int, ...] = (10_000, 100_000)
     #: H, the hidden size fed to every output layer in the speed runs.
     hidden: int = 256
@@ -77,7 +76,7 @@ class BenchConfig:
     op_budget_seconds: float = 4.0
     #: k for every layer that takes ``num_samples``; None leaves each its paper's default
     #: (sampled and target 1024, nce 25, neg 5, ais 64 -- capped at V - 1).
-    num_samples: Optional[int] = None
+    num_samples: int | None = None
     #: cap on the N' x V floats of the test-time timings (``log_softmax``, ``topk``): beyond it
     #: they use N' < N rows.
     max_eval_elements: int = 1 << 22
@@ -85,8 +84,8 @@ class BenchConfig:
     min_time: float = 0.02
     device: str = "cpu"
     seed: int = 0
-    out: Optional[Path] = Path("bench-out")
-    brown: Optional[Path] = None
+    out: Path | None = Path("bench-out")
+    brown: Path | None = None
     skip_speed: bool = False
     skip_quality: bool = False
     measure_memory: bool = True
@@ -97,13 +96,13 @@ class BenchConfig:
     quality: QualityConfig = field(default_factory=QualityConfig)
 
     @classmethod
-    def quick(cls, **overrides) -> "BenchConfig":
+    def quick(cls, **overrides) -> BenchConfig:
         """Under ten minutes on two quiet CPU cores: V in {10k, 100k}, N = 128, three repetitions,
         quality runs of 4 s of training per layer on 25k-token splits."""
         return cls(mode="quick", **overrides)
 
     @classmethod
-    def full(cls, **overrides) -> "BenchConfig":
+    def full(cls, **overrides) -> BenchConfig:
         """The long run, at the sizes of the literature's comparisons: V up to 1M, N = 1024 (a full
         step at V = 1M then takes tens of seconds), three repetitions of timings lasting at least
         0.2 s, test-time timings on up to 2**28 floats (N' = 268 rows at V = 1M), and quality
@@ -114,7 +113,7 @@ class BenchConfig:
         The quality runs' language (Zipf exponent 1.5 within classes) and optimiser (Adagrad at
         0.1) are those under which ``full`` came within 1.5x of the floor at V = 10k in the steps
         360 s buy on two CPU cores (1.46-1.51x over three seeds at 5,490 steps of 256, against
-        3.57x for zipf 1.0 with Adam at the 120 s of before: ``results/quality-sizing-2026-11-26``)."""
+        3.57x for zipf 1.0 with Adam at the 120 s of before: ``docs/design/bench-quality-preset.md``)."""
         quality = QualityConfig(
             small_vocab=10_000,
             large_vocab=100_000,

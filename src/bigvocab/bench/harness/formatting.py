@@ -3,14 +3,12 @@ and the terminal table itself, one line per row as soon as it is measured."""
 
 from __future__ import annotations
 
-from typing import Optional
-
 from bigvocab.bench.harness.rows import OperationTiming, QualityRow, SpeedRow
 
 MISSING = "–"
 
 
-def speedup(value: Optional[float]) -> str:
+def speedup(value: float | None) -> str:
     """1.234 -> "1.23x", 123.4 -> "123x"; None -> "–"."""
     if value is None:
         return MISSING
@@ -18,7 +16,7 @@ def speedup(value: Optional[float]) -> str:
     return f"{value:.{digits}f}x"
 
 
-def speedup_spread(timing: Optional[OperationTiming]) -> str:
+def speedup_spread(timing: OperationTiming | None) -> str:
     """``"12.3x [11.9–12.8]"``: the median with the interquartile range of the paired ratios;
     ``"0.01x (1 call)"`` for an operation too slow to repeat, ``"1582x (1 pair)"`` for one whose
     budget allowed a single pair (see ``bigvocab.bench.suites.speed``): a range of one ratio is no spread."""
@@ -31,24 +29,24 @@ def speedup_spread(timing: Optional[OperationTiming]) -> str:
     return f"{speedup(timing.speedup)} [{speedup(timing.q1)[:-1]}–{speedup(timing.q3)[:-1]}]"
 
 
-def speedup_marked(timing: Optional[OperationTiming]) -> str:
+def speedup_marked(timing: OperationTiming | None) -> str:
     """The median speed-up, with ``*`` when it comes from a single unpaired call."""
     if timing is None:
         return MISSING
     return speedup(timing.speedup) + ("*" if timing.repeats == 0 else "")
 
 
-def number(value: Optional[float], digits: int = 1) -> str:
+def number(value: float | None, digits: int = 1) -> str:
     if value is None:
         return MISSING
     return f"{value:,.{digits}f}"
 
 
-def percent(value: Optional[float], digits: int = 1) -> str:
+def percent(value: float | None, digits: int = 1) -> str:
     return MISSING if value is None else f"{value:.{digits}f}%"
 
 
-def perplexity(test_ppl: Optional[float], ratio: Optional[float]) -> str:
+def perplexity(test_ppl: float | None, ratio: float | None) -> str:
     """``"123.4 (1.52x floor)"``, or the bare perplexity when the corpus has no known floor."""
     if test_ppl is None:
         return MISSING

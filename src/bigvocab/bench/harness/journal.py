@@ -1,5 +1,5 @@
 """The journal of a benchmark run: each finished row is written to ``DIR/journal.json`` as it
-lands (atomically), so a run that is killed, or that outlasts the session it started in, goes on
+lands (atomically), so a run that is killed, or that outlasts the shell it started in, goes on
 with ``bigvocab bench ... --resume`` from the row it was measuring and loses nothing else.
 
 ``bench --full`` lasts about six hours on two CPU cores; without the journal one interruption in
@@ -17,7 +17,6 @@ import datetime
 import json
 import time
 from pathlib import Path
-from typing import Optional
 
 from bigvocab.bench.harness.config import BenchConfig
 from bigvocab.bench.harness.rows import QualityRow, SpeedRow, json_safe
@@ -41,13 +40,15 @@ class BenchJournal:
     ``path`` None keeps the journal in memory only (a run without an ``out`` directory).
     """
 
-    def __init__(self, path: Optional[Path], state: dict) -> None:
+    def __init__(self, path: Path | None, state: dict) -> None:
         self.path = path
         self.state = state
         self._piece_started = self._last_record = time.perf_counter()
 
     @classmethod
-    def start(cls, config: BenchConfig, machine: dict, *, resume: bool = False, overwrite: bool = False) -> "BenchJournal":
+    def start(
+        cls, config: BenchConfig, machine: dict, *, resume: bool = False, overwrite: bool = False
+    ) -> BenchJournal:
         """The journal of a new run, or with ``resume`` the one in ``config.out``, with a piece
         started now on ``machine`` added.
 
@@ -69,8 +70,18 @@ class BenchJournal:
                     f"{str(path.parent)!r} holds an unfinished benchmark run ({path.name}); continue it with "
                     "--resume and the same options, replace it with --overwrite, or choose another --out"
                 )
-            state = {"version": VERSION, "config": settings, "pieces": [], "speed": [], "memory": {},
-                     "matmul": None, "bandwidth": None, "quality": [], "word2vec": None, "phase_seconds": {}}
+            state = {
+                "version": VERSION,
+                "config": settings,
+                "pieces": [],
+                "speed": [],
+                "memory": {},
+                "matmul": None,
+                "bandwidth": None,
+                "quality": [],
+                "word2vec": None,
+                "phase_seconds": {},
+            }
         if path is not None:
             remove_stale_temporaries(path.parent, iter([JOURNAL_NAME]))
         journal = cls(path, state)
@@ -131,15 +142,21 @@ class BenchJournal:
                 f"piece {number} started {piece['started']} ({piece['seconds'] / 60:.0f} min{code}) "
                 f"from speed row {before['speed'] + 1} and quality row {before['quality'] + 1}"
             )
-        notes = [f"measured in {len(pieces)} pieces (continued with --resume), each row whole in one: " + "; ".join(shown)]
+        notes = [
+            f"measured in {len(pieces)} pieces (continued with --resume), each row whole in one: " + "; ".join(shown)
+        ]
         # The date always differs and the revision is said above: the rest describes the machine.
         machines = {
-            json.dumps({key: value for key, value in piece["machine"].items() if key not in ("date", "revision")},
-                       sort_keys=True)
+            json.dumps(
+                {key: value for key, value in piece["machine"].items() if key not in ("date", "revision")},
+                sort_keys=True,
+            )
             for piece in pieces
         }
         if len(machines) > 1:
-            notes.append("the pieces ran on machines that describe themselves differently (see 'pieces' in results.json)")
+            notes.append(
+                "the pieces ran on machines that describe themselves differently (see 'pieces' in results.json)"
+            )
         return notes
 
     def speed_rows(self, vocab_size: int) -> dict[str, SpeedRow]:
@@ -171,7 +188,7 @@ class BenchJournal:
         else:
             rows.append(record)
 
-    def memory(self, vocab_size: int) -> Optional[dict]:
+    def memory(self, vocab_size: int) -> dict | None:
         """The peak-memory results by label measured at ``vocab_size``, None if not yet measured."""
         return self.state["memory"].get(str(vocab_size))
 
@@ -179,7 +196,7 @@ class BenchJournal:
         self.state["memory"][str(vocab_size)] = memory
         self._charge_and_write(f"memory V={vocab_size}")
 
-    def limits(self) -> Optional[tuple[dict, dict]]:
+    def limits(self) -> tuple[dict, dict] | None:
         """The matrix-multiply rate and the bandwidths per V (``str(V)`` -> rates) earlier pieces
         stored, or None before any."""
         matmul, bandwidth = self.state.get("matmul"), self.state.get("bandwidth")
@@ -199,7 +216,7 @@ class BenchJournal:
         return matmul, bandwidth
 
     @property
-    def word2vec(self) -> Optional[dict]:
+    def word2vec(self) -> dict | None:
         return self.state.get("word2vec")
 
     def set_word2vec(self, rows: dict) -> None:

@@ -7,12 +7,11 @@ import os
 import platform
 import subprocess
 from pathlib import Path
-from typing import Optional
 
 import torch
 
 
-def _cpu_model() -> Optional[str]:
+def _cpu_model() -> str | None:
     try:
         with open("/proc/cpuinfo") as handle:
             for line in handle:
@@ -23,7 +22,7 @@ def _cpu_model() -> Optional[str]:
     return platform.processor() or None
 
 
-def _memory_gib() -> Optional[float]:
+def _memory_gib() -> float | None:
     try:
         with open("/proc/meminfo") as handle:
             for line in handle:
@@ -34,17 +33,22 @@ def _memory_gib() -> Optional[float]:
     return None
 
 
-def source_revision() -> Optional[str]:
+def source_revision() -> str | None:
     """The git commit the imported bigvocab comes from, with ``+changes`` when its files differ
     from it; None outside a git checkout (an installed wheel) or without git."""
     package = Path(__file__).resolve().parents[1]
     try:
-        head = subprocess.run(["git", "-C", str(package), "rev-parse", "--short=12", "HEAD"],
-                              capture_output=True, text=True, timeout=10)
+        head = subprocess.run(
+            ["git", "-C", str(package), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, timeout=10
+        )
         if head.returncode != 0:
             return None
-        changed = subprocess.run(["git", "-C", str(package), "status", "--porcelain", "--untracked-files=no", "--", "."],
-                                 capture_output=True, text=True, timeout=10)
+        changed = subprocess.run(
+            ["git", "-C", str(package), "status", "--porcelain", "--untracked-files=no", "--", "."],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return head.stdout.strip() + ("+changes" if changed.stdout.strip() else "")

@@ -21,8 +21,8 @@ layer and workload), :func:`training_step` and :func:`make_optimizer`.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
 
 import torch
 from torch import Tensor
@@ -90,7 +90,7 @@ def evaluation_rows(num_rows: int, num_classes: int, max_elements: int) -> int:
     return max(1, min(num_rows, max_elements // num_classes))
 
 
-def bench_layer(label: str, vocab_size: int, config: Optional[BenchConfig] = None) -> tuple[OutputLayer, Workload]:
+def bench_layer(label: str, vocab_size: int, config: BenchConfig | None = None) -> tuple[OutputLayer, Workload]:
     """The layer of the bench's row ``label`` at V = ``vocab_size`` and the workload it is timed on,
     built as the speed suite builds them, so that a driver outside the bench measures what a row
     of ``bigvocab bench`` measures.
@@ -183,8 +183,8 @@ class FittedTopk:
 
     def __init__(self, layer: OutputLayer, workload: Workload) -> None:
         self.layer, self.workload = layer, workload
-        self.fitted: Optional[OutputLayer] = None
-        self.target_probability: Optional[float] = None
+        self.fitted: OutputLayer | None = None
+        self.target_probability: float | None = None
 
     def fit(self) -> None:
         self.fitted, self.target_probability = fitted_copy(self.layer, self.workload)

@@ -12,7 +12,7 @@ registered in :data:`PEERS`, from which the bench builds them like any layer.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -25,7 +25,6 @@ from bigvocab.registry import PEERS
 
 
 @PEERS.register("torch-adaptive")
-
 class TorchAdaptivePeer(OutputLayer):
     """:class:`torch.nn.AdaptiveLogSoftmaxWithLoss` behind the :class:`OutputLayer` interface.
 
@@ -33,13 +32,13 @@ class TorchAdaptivePeer(OutputLayer):
     """
 
     def __init__(
-        self, in_features: int, num_classes: int, *, counts: Optional[Sequence[int]] = None, div_value: float = 4.0
+        self, in_features: int, num_classes: int, *, counts: Sequence[int] | None = None, div_value: float = 4.0
     ) -> None:
         super().__init__(in_features, num_classes)
         self.cutoffs = resolve_cutoffs(None, num_classes, counts, owner="torch-adaptive")
         self.inner = nn.AdaptiveLogSoftmaxWithLoss(in_features, num_classes, self.cutoffs, div_value=div_value)
 
-    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
+    def _loss(self, hidden: Tensor, target: Tensor, context: Tensor | None) -> Tensor:
         # The module returns only the mean loss and per-example target log-probs; the latter
         # carry the same graph, so the per-example NLL is their negation.
         return -self.inner(hidden, target).output
@@ -64,7 +63,7 @@ class LinearCrossEntropyPeer(OutputLayer):
         super().__init__(in_features, num_classes)
         self.linear = nn.Linear(in_features, num_classes)
 
-    def _loss(self, hidden: Tensor, target: Tensor, context: Optional[Tensor]) -> Tensor:
+    def _loss(self, hidden: Tensor, target: Tensor, context: Tensor | None) -> Tensor:
         return F.cross_entropy(self.linear(hidden), target, reduction="none")
 
     def _log_softmax(self, hidden: Tensor) -> Tensor:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Optional
 
 from bigvocab.bench.harness.rows import QualityRow, SpeedRow
 
@@ -82,9 +81,7 @@ def _perplexity_plot(plt, rows: list[QualityRow], path: Path) -> Path:
     legend_rows = math.ceil(len(labels) / _LEGEND_COLUMNS)
     # The legend sits below the panels, so it never hides a curve; the figure grows to hold it.
     legend_inches = 0.3 + 0.17 * legend_rows
-    figure, panels = plt.subplots(
-        1, len(datasets), figsize=(7.5 * len(datasets), 5.5 + legend_inches), squeeze=False
-    )
+    figure, panels = plt.subplots(1, len(datasets), figsize=(7.5 * len(datasets), 5.5 + legend_inches), squeeze=False)
     for axes, dataset in zip(panels[0], datasets):
         mine = [r for r in rows if r.dataset == dataset]
         relative = all(p.ppl_ratio is not None for r in mine for p in r.curve)
@@ -96,8 +93,14 @@ def _perplexity_plot(plt, rows: list[QualityRow], path: Path) -> Path:
             kept = row.best_on_validation()
             if kept is not None:
                 axes.plot(
-                    kept.train_seconds, kept.ppl_ratio if relative else kept.test_ppl, marker="o", markersize=10,
-                    markerfacecolor="none", markeredgecolor=style["color"], linestyle="none", label=_KEPT_LABEL,
+                    kept.train_seconds,
+                    kept.ppl_ratio if relative else kept.test_ppl,
+                    marker="o",
+                    markersize=10,
+                    markerfacecolor="none",
+                    markeredgecolor=style["color"],
+                    linestyle="none",
+                    label=_KEPT_LABEL,
                 )
         if relative:
             axes.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
@@ -105,7 +108,9 @@ def _perplexity_plot(plt, rows: list[QualityRow], path: Path) -> Path:
         axes.set_yscale("log")  # a diverged layer sits orders of magnitude above the rest
         _tick_at_budgets(axes, sorted({p.budget_seconds for r in mine for p in r.curve}))
         ends = [(r.curve[-1], r.approach) for r in mine]
-        _label_curve_ends(axes, [(label, p.train_seconds, p.ppl_ratio if relative else p.test_ppl) for p, label in ends])
+        _label_curve_ends(
+            axes, [(label, p.train_seconds, p.ppl_ratio if relative else p.test_ppl) for p, label in ends]
+        )
         axes.set_xlabel("training wall time (s)")
         axes.set_ylabel("exact test perplexity / floor" if relative else "exact test perplexity")
         axes.set_title(dataset)
@@ -157,12 +162,17 @@ def _label_curve_ends(axes, ends: list[tuple[str, float, float]]) -> None:
     for (label, x, y), height in zip(ends, heights):
         moved = abs(height - math.log10(y)) > 1e-9
         axes.annotate(
-            label, (x, y), xytext=(x * 1.05, 10**height), textcoords="data", fontsize=7, va="center",
+            label,
+            (x, y),
+            xytext=(x * 1.05, 10**height),
+            textcoords="data",
+            fontsize=7,
+            va="center",
             arrowprops={"arrowstyle": "-", "linewidth": 0.4, "color": "grey"} if moved else None,
         )
 
 
-def spread_labels(positions: list[float], gap: float, bounds: Optional[tuple[float, float]] = None) -> list[float]:
+def spread_labels(positions: list[float], gap: float, bounds: tuple[float, float] | None = None) -> list[float]:
     """Label positions on one axis, each as near its wanted position as it can be with at least
     ``gap`` between any two: labels that would crowd form a run spaced ``gap`` apart, centred on
     the mean of their wanted positions (runs that then touch merge). With ``bounds`` (low, high)

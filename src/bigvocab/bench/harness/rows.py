@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, is_dataclass
-from typing import Optional
 
 from bigvocab.bench.harness.timing import RatioSummary
 
@@ -37,7 +36,7 @@ class OperationTiming:
     repeats: int
 
     @classmethod
-    def from_summary(cls, summary: RatioSummary, repeats: int) -> "OperationTiming":
+    def from_summary(cls, summary: RatioSummary, repeats: int) -> OperationTiming:
         return cls(
             speedup=summary.median,
             q1=summary.q1,
@@ -68,43 +67,43 @@ class SpeedRow:
     eval_rows: int
     phase: str = "speed"
     #: peak memory of the first training step (separate process), or why it is missing.
-    peak_step_mib: Optional[float] = None
-    memory_error: Optional[str] = None
-    build_seconds: Optional[float] = None
+    peak_step_mib: float | None = None
+    memory_error: str | None = None
+    build_seconds: float | None = None
     #: options the layer was built with, as shown.
     options: dict = field(default_factory=dict)
     #: mean target probability the fitted top-k's fitting reached.
-    topk_fitted_target_p: Optional[float] = None
+    topk_fitted_target_p: float | None = None
     #: by operation name (:data:`bigvocab.bench.harness.operations.OPERATIONS`), those that ran.
     timings: dict[str, OperationTiming] = field(default_factory=dict)
-    params: Optional[int] = None
-    params_pct: Optional[float] = None
-    param_mib: Optional[float] = None
-    required_flops: Optional[float] = None
-    required_bytes: Optional[float] = None
-    required_gathered_bytes: Optional[float] = None
-    flops_source: Optional[str] = None
-    counted_flops: Optional[float] = None
-    achieved_gflops: Optional[float] = None
+    params: int | None = None
+    params_pct: float | None = None
+    param_mib: float | None = None
+    required_flops: float | None = None
+    required_bytes: float | None = None
+    required_gathered_bytes: float | None = None
+    flops_source: str | None = None
+    counted_flops: float | None = None
+    achieved_gflops: float | None = None
     #: filled at the end of the run (:func:`bigvocab.bench.suites.roofline.add_roofline_fractions`).
-    matmul_fraction: Optional[float] = None
-    roofline_seconds: Optional[float] = None
-    roofline_fraction: Optional[float] = None
+    matmul_fraction: float | None = None
+    roofline_seconds: float | None = None
+    roofline_fraction: float | None = None
     status: str = "ok"
     error: str = ""
 
     @classmethod
-    def from_dict(cls, record: dict) -> "SpeedRow":
+    def from_dict(cls, record: dict) -> SpeedRow:
         """The row :func:`dataclasses.asdict` gave (as ``results.json`` and the journal hold it)."""
         timings = {name: OperationTiming(**timing) for name, timing in record.get("timings", {}).items()}
         return cls(**{**record, "timings": timings})
 
-    def speedup(self, operation: str) -> Optional[float]:
+    def speedup(self, operation: str) -> float | None:
         timing = self.timings.get(operation)
         return None if timing is None else timing.speedup
 
     @property
-    def train_seconds(self) -> Optional[float]:
+    def train_seconds(self) -> float | None:
         timing = self.timings.get("train")
         return None if timing is None else timing.seconds
 
@@ -131,8 +130,8 @@ class CurvePoint:
     tokens: int
     steps: int
     test_ppl: float
-    ppl_ratio: Optional[float] = None
-    valid_ppl: Optional[float] = None
+    ppl_ratio: float | None = None
+    valid_ppl: float | None = None
 
 
 @dataclass
@@ -151,22 +150,22 @@ class QualityRow:
     train_tokens: int
     test_tokens: int
     #: the synthetic language's lowest possible perplexity exp(H); None for a real corpus.
-    floor_ppl: Optional[float]
+    floor_ppl: float | None
     threads: int
     phase: str = "quality"
     options: dict = field(default_factory=dict)
-    params: Optional[int] = None
-    tokens_seen: Optional[int] = None
-    epochs_seen: Optional[float] = None
-    test_ppl: Optional[float] = None
-    ppl_ratio: Optional[float] = None
-    train_seconds: Optional[float] = None
-    eval_seconds: Optional[float] = None
+    params: int | None = None
+    tokens_seen: int | None = None
+    epochs_seen: float | None = None
+    test_ppl: float | None = None
+    ppl_ratio: float | None = None
+    train_seconds: float | None = None
+    eval_seconds: float | None = None
     curve: list[CurvePoint] = field(default_factory=list)
     status: str = "ok"
     error: str = ""
 
-    def best_on_validation(self, budget: Optional[float] = None) -> Optional[CurvePoint]:
+    def best_on_validation(self, budget: float | None = None) -> CurvePoint | None:
         """The checkpoint early stopping keeps: the lowest validation perplexity among the points
         due by ``budget`` (all when None); None when one of them has no validation figure."""
         due = [point for point in self.curve if budget is None or point.budget_seconds <= budget]
@@ -175,7 +174,7 @@ class QualityRow:
         return min(due, key=lambda point: point.valid_ppl)
 
     @classmethod
-    def from_dict(cls, record: dict) -> "QualityRow":
+    def from_dict(cls, record: dict) -> QualityRow:
         """The row :func:`dataclasses.asdict` gave (as ``results.json`` and the journal hold it)."""
         return cls(**{**record, "curve": [CurvePoint(**point) for point in record.get("curve", [])]})
 

@@ -10,8 +10,8 @@ them; ``full`` is always run because every ratio is taken against it.
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
 
 from bigvocab.bench.harness import peers  # noqa: F401  (registers the peers)
 from bigvocab.errors import ConfigError
@@ -62,9 +62,7 @@ def _matches(pattern: str, candidate: Candidate) -> bool:
     )
 
 
-def select_candidates(
-    patterns: Optional[Sequence[str]], candidates: Optional[list[Candidate]] = None
-) -> list[Candidate]:
+def select_candidates(patterns: Sequence[str] | None, candidates: list[Candidate] | None = None) -> list[Candidate]:
     """The rows matching any of ``patterns`` (all when None), with ``full`` first.
 
     A pattern matching nothing is a :class:`ConfigError` naming the closest rows.

@@ -7,8 +7,8 @@ whose constructor names them, so one generic builder serves every registered lay
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
 import torch
 from torch import Tensor
@@ -30,7 +30,7 @@ class SideData:
     words: list[str]
     make_vectors: Callable[[], Tensor]
     description: str
-    _vectors: Optional[Tensor] = field(default=None, repr=False)
+    _vectors: Tensor | None = field(default=None, repr=False)
 
     def vectors(self) -> Tensor:
         """(V, VECTOR_DIM) word vectors, computed on first use (they cost O(V) or a pass over data)."""
@@ -89,7 +89,7 @@ def context_vectors(ids: Tensor, vocab_size: int, *, seed: int = 0) -> Tensor:
 
 
 def build_layer(
-    candidate: Candidate, in_features: int, num_classes: int, side: SideData, *, num_samples: Optional[int]
+    candidate: Candidate, in_features: int, num_classes: int, side: SideData, *, num_samples: int | None
 ) -> tuple[OutputLayer, dict]:
     """The row's output layer and a printable record of its options (with the k it uses)."""
     if candidate.kind == "peer":

@@ -31,9 +31,10 @@ import json
 import math
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, TextIO
+from typing import Any, TextIO
 
 import torch
 from torch import Tensor
@@ -50,7 +51,11 @@ from bigvocab.outputs.base import OutputLayer
 #: (build options, list of search options) per kind: each build is searched at every point.
 SWEEPS: dict[str, list[tuple[dict, list[dict]]]] = {
     "faiss-ivf": [
-        ({}, [{"nprobe": p, "candidates": 10} for p in (1, 2, 4, 8, 16, 32, 64, 128)] + [{"nprobe": 16, "candidates": 40}]),
+        (
+            {},
+            [{"nprobe": p, "candidates": 10} for p in (1, 2, 4, 8, 16, 32, 64, 128)]
+            + [{"nprobe": 16, "candidates": 40}],
+        ),
     ],
     "lsh": [
         ({"bits": 8, "tables": 16}, [{"probes": 0}, {"probes": 2}]),
@@ -150,7 +155,9 @@ def fitted_inputs(config: AnnConfig) -> AnnInputs:
     hidden states, targets drawn from the synthetic language's unigram), the way the speed bench
     fits a search-based layer before timing its top-k; the queries are those rows."""
     side = synthetic_side_data(config.vocab_size, seed=config.seed)
-    workload = make_workload(side.counts, config.hidden, config.queries, config.queries, seed=config.seed, device=torch.device("cpu"))
+    workload = make_workload(
+        side.counts, config.hidden, config.queries, config.queries, seed=config.seed, device=torch.device("cpu")
+    )
     torch.manual_seed(config.seed)
     layer = bigvocab.create_output("full", config.hidden, config.vocab_size, counts=side.counts)
     fitted, target_probability = fitted_copy(layer, workload)
@@ -206,7 +213,7 @@ def recall(found: Tensor, exact: Tensor) -> float:
 
 
 def run_ann(
-    config: AnnConfig, stream: Optional[TextIO] = None, progress: Optional[Callable[[dict], None]] = None
+    config: AnnConfig, stream: TextIO | None = None, progress: Callable[[dict], None] | None = None
 ) -> dict[str, Any]:
     """Measure every kind's sweep; returns the rows and what produced them. ``progress`` gets
     each row as it is measured (the CLI appends it to ``rows.jsonl``, so a long run that is
@@ -222,13 +229,15 @@ def run_ann(
         for build_options, points in SWEEPS[kind]:
             index = layer.build_index(kind=kind, **build_options)
             memory = index.memory_bytes()
-            _log(stream, f"{kind} {index.build_options}: built in {index.build_seconds:.1f} s, {memory / 2**20:.0f} MiB")
+            _log(
+                stream, f"{kind} {index.build_options}: built in {index.build_seconds:.1f} s, {memory / 2**20:.0f} MiB"
+            )
             for search in points:
                 index.tune(**search)
                 _, ids = layer.topk(queries, k, index=index, normalise=False)
                 reference, candidate = paired_timings(
                     lambda: layer.topk(queries, k),
-                    lambda: layer.topk(queries, k, index=index, normalise=False),
+                    lambda: layer.topk(queries, k, index=index, normalise=False),  # noqa: B023, F821  (timed in this iteration)
                     reference_inner=1,
                     candidate_inner=1,
                     repeats=config.repeats,
@@ -250,7 +259,10 @@ def run_ann(
                     "fallbacks": index.last_fallbacks,
                 }
                 rows.append(row)
-                _log(stream, f"  {search}: recall@{k} {row['recall']:.3f}, {speedup(row['speedup'])}, fallbacks {row['fallbacks']}")
+                _log(
+                    stream,
+                    f"  {search}: recall@{k} {row['recall']:.3f}, {speedup(row['speedup'])}, fallbacks {row['fallbacks']}",
+                )
                 if progress is not None:
                     progress(row)
             del index
@@ -277,10 +289,14 @@ def _time_log_z(layer, queries: Tensor, config: AnnConfig) -> dict[str, float]:
         device=queries.device,
     )
     ratio = paired_speedup(reference, candidate)
-    return {"speedup": ratio.median, "exact_seconds": ratio.reference_seconds, "normalised_seconds": ratio.candidate_seconds}
+    return {
+        "speedup": ratio.median,
+        "exact_seconds": ratio.reference_seconds,
+        "normalised_seconds": ratio.candidate_seconds,
+    }
 
 
-def _log(stream: Optional[TextIO], line: str) -> None:
+def _log(stream: TextIO | None, line: str) -> None:
     if stream is not None:
         print(line, file=stream, flush=True)
 
@@ -324,7 +340,10 @@ def report_markdown(results: dict[str, Any], command: str) -> str:
 
 def main(args) -> int:
     """``bigvocab bench --ann``: run, print the table, write report.md and results.json."""
-    config = AnnConfig(out=Path(getattr(args, "out", None) or "bench-out/ann"), weights=getattr(args, "ann_weights", None) or "clustered")
+    config = AnnConfig(
+        out=Path(getattr(args, "out", None) or "bench-out/ann"),
+        weights=getattr(args, "ann_weights", None) or "clustered",
+    )
     if getattr(args, "vocab_sizes", None) is not None:
         config.vocab_size = parse_sizes(args.vocab_sizes)[-1]
     for name, key in (("hidden", "hidden"), ("batch", "queries"), ("repeats", "repeats"), ("seed", "seed")):
@@ -335,7 +354,9 @@ def main(args) -> int:
         config.kinds = [kind for kind in args.outputs.split(",") if kind]
         unknown = [kind for kind in config.kinds if kind not in SWEEPS]
         if unknown:
-            raise bigvocab.ConfigError(f"--outputs with --ann takes index kinds {', '.join(SWEEPS)}, got {', '.join(unknown)}")
+            raise bigvocab.ConfigError(
+                f"--outputs with --ann takes index kinds {', '.join(SWEEPS)}, got {', '.join(unknown)}"
+            )
     config.out.mkdir(parents=True, exist_ok=True)
     partial = config.out / "rows.jsonl"
     partial.write_text("")
@@ -352,4 +373,3 @@ def main(args) -> int:
     print(markdown)
     print(f"wrote {config.out / 'report.md'} and {config.out / 'results.json'}")
     return 0
-

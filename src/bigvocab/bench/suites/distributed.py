@@ -16,6 +16,7 @@ The one-process and P-process runs are two child processes run one after the oth
 not compete for cores or memory. Rows that cannot be split (``dsoftmax``, ``cnn``, ``char``) keep
 the error.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,7 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Optional, TextIO
+from typing import TextIO
 
 import torch
 import torch.distributed as dist
@@ -103,10 +104,14 @@ def run_worker(spec: dict) -> list[dict]:
             _rank_rows(0, spec, out_dir)
         else:
             mp.spawn(_rank_rows, args=(spec, out_dir), nprocs=spec["world_size"], join=True)
-        return [row for rank in range(spec["world_size"]) for row in json.loads(Path(out_dir, f"rank{rank}.json").read_text())]
+        return [
+            row
+            for rank in range(spec["world_size"])
+            for row in json.loads(Path(out_dir, f"rank{rank}.json").read_text())
+        ]
 
 
-def measure_distributed(spec: dict, world_size: int, *, timeout: Optional[float] = None) -> list[dict]:
+def measure_distributed(spec: dict, world_size: int, *, timeout: float | None = None) -> list[dict]:
     """Rows of one process, then of ``world_size`` processes, each in a fresh child (so that CPU
     peak memory is measured as in :mod:`bigvocab.bench.suites.memory`)."""
     rows: list[dict] = []
@@ -171,7 +176,7 @@ def distributed_table(vocab_size: int, entries: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def run_distributed_bench(config: BenchConfig, world_size: int, *, stream: Optional[TextIO] = None) -> list[Path]:
+def run_distributed_bench(config: BenchConfig, world_size: int, *, stream: TextIO | None = None) -> list[Path]:
     """``bench --distributed P``: every selected row at every V of ``config``, printed as it goes;
     writes ``distributed.json`` and ``distributed.md`` under ``config.out``."""
     if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 2:
@@ -182,7 +187,9 @@ def run_distributed_bench(config: BenchConfig, world_size: int, *, stream: Optio
         spec = memory_spec(config, candidates, vocab_size)
         rows = measure_distributed(spec, world_size)
         entries = ratio_rows(rows)
-        results.append({"vocab_size": vocab_size, "hidden": config.hidden, "batch": config.batch, "rows": rows, "summary": entries})
+        results.append(
+            {"vocab_size": vocab_size, "hidden": config.hidden, "batch": config.batch, "rows": rows, "summary": entries}
+        )
         tables.append(distributed_table(vocab_size, entries))
         if stream is not None:
             print(tables[-1] + "\n", file=stream, flush=True)

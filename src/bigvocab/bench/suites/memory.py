@@ -22,7 +22,7 @@ import os
 import re
 import subprocess
 import sys
-from typing import Iterator, Optional
+from collections.abc import Iterator
 
 import torch
 
@@ -121,7 +121,7 @@ def memory_spec(config: BenchConfig, candidates, vocab_size: int) -> dict:
     }
 
 
-def measure_memory(spec: dict, *, timeout: Optional[float] = None) -> dict[str, dict]:
+def measure_memory(spec: dict, *, timeout: float | None = None) -> dict[str, dict]:
     """label -> result of :func:`measure_rows`, in a fresh child process on CPU."""
     if torch.device(spec["device"]).type == "cuda":
         return {row["label"]: row for row in measure_rows(spec)}

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 import torch
 
@@ -39,7 +39,7 @@ class QualityTask:
 
     name: str
     spec: str
-    train_tokens: Optional[int]
+    train_tokens: int | None
 
 
 def quality_tasks(config: BenchConfig) -> list[QualityTask]:
@@ -79,7 +79,7 @@ def run_quality_task(
     candidates: list[Candidate],
     config: BenchConfig,
     on_row: Callable[[QualityRow], None],
-    done: Optional[dict[str, QualityRow]] = None,
+    done: dict[str, QualityRow] | None = None,
 ) -> list[QualityRow]:
     """One row per candidate on ``task``'s corpus; a failing layer becomes a row with its error.
     A candidate whose label is in ``done`` (rows of an earlier piece of the run) is not trained
@@ -137,7 +137,7 @@ SLOWDOWN_NOTED = 1.5
 
 
 def train_on_budget(
-    trainer, seconds: float, checkpoints, evaluate: Callable[[], tuple[float, Optional[float]]]
+    trainer, seconds: float, checkpoints, evaluate: Callable[[], tuple[float, float | None]]
 ) -> tuple[list[CurvePoint], list[str]]:
     """Train for ``seconds`` of training wall time; at each fraction in ``checkpoints`` (increasing,
     the last 1) record a :class:`CurvePoint` with ``evaluate()``'s test and validation perplexities.
@@ -206,7 +206,7 @@ def train_and_evaluate(
     evaluation = [0.0]
     test_ids, valid_ids = (split[: quality.test_tokens] for split in (corpus.test, corpus.valid))
 
-    def evaluate() -> tuple[float, Optional[float]]:
+    def evaluate() -> tuple[float, float | None]:
         start = time.perf_counter()
         test_ppl = float(trainer.evaluate(test_ids))
         valid_ppl = float(trainer.evaluate(valid_ids)) if valid_ids.numel() > 1 else None

@@ -15,8 +15,6 @@ itself, and the line says which rule it used.
 
 from __future__ import annotations
 
-from typing import Optional
-
 from bigvocab.bench.harness.rows import CurvePoint, QualityRow
 
 #: "Within 5% of the best": perplexity at most (1 + TOLERANCE) times the lowest.
@@ -47,7 +45,9 @@ def recommend(quality_rows: list[QualityRow], tolerance: float = TOLERANCE) -> l
                 continue
             best = min(kept, key=lambda label: kept[label].test_ppl)
             best_ppl = kept[best].test_ppl
-            reached = {row.approach: _first_within(row, budget, (1 + tolerance) * best_ppl, on_validation) for row in rows}
+            reached = {
+                row.approach: _first_within(row, budget, (1 + tolerance) * best_ppl, on_validation) for row in rows
+            }
             reached = {label: seconds for label, seconds in reached.items() if seconds is not None}
             fastest = min(reached, key=reached.get)
             lines.append(
@@ -67,7 +67,7 @@ def recommend(quality_rows: list[QualityRow], tolerance: float = TOLERANCE) -> l
     return lines
 
 
-def kept_point(row: QualityRow, budget: float, on_validation: bool) -> Optional[CurvePoint]:
+def kept_point(row: QualityRow, budget: float, on_validation: bool) -> CurvePoint | None:
     """The checkpoint of ``row`` a user with ``budget`` seconds keeps: the lowest validation
     perplexity among those due by ``budget`` (``on_validation``), else the one at ``budget``;
     None when the curve has no point at ``budget``."""
@@ -77,7 +77,7 @@ def kept_point(row: QualityRow, budget: float, on_validation: bool) -> Optional[
     return row.best_on_validation(budget)
 
 
-def _first_within(row: QualityRow, budget: float, limit: float, on_validation: bool) -> Optional[float]:
+def _first_within(row: QualityRow, budget: float, limit: float, on_validation: bool) -> float | None:
     """Training seconds of the row's first checkpoint, within ``budget``, whose kept model is at or
     below ``limit``. (The first budget whose kept model is within the limit keeps its own point:
     an earlier point kept there would have been kept, and within the limit, at its own budget.)"""

@@ -24,13 +24,13 @@ the hardware limit (Williams et al. 2009).
 The gather table has the shape of the (V, H) weight the layers at that V gather from
 (:func:`probe_table_rows`), so each V gets its own bandwidths: rows come from the caches at
 V = 10k and from memory at V = 1M, and from a 1 GiB table they come slower than from a 128 MiB
-one (1.37x on the 2-core AMD EPYC, ``results/traffic-1m``), which a single probe table of a fixed
+one (1.37x, ``docs/design/bench-measurement.md``), which a single probe table of a fixed
 size priced the same at every V.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
@@ -73,7 +73,7 @@ def measure_matmul_rate(
         right = torch.randn(k, n, generator=generator).to(device)
 
         def product() -> torch.Tensor:
-            return left @ right
+            return left @ right  # noqa: B023  (timed in this iteration)
 
         inner = inner_loop_size(seconds_per_call(product, 1, device), min_time)
         best = min(seconds_per_call(product, inner, device) for _ in range(repeats))
@@ -151,20 +151,22 @@ def add_roofline_fractions(rows: list[SpeedRow], best_gflops: float, bandwidth: 
         rates = bandwidth.get(str(row.vocab_size))
         if row.required_bytes is not None and step_seconds and rates is not None:
             limit = roofline_seconds(
-                row.required_flops, row.required_bytes, row.required_gathered_bytes or 0.0,
+                row.required_flops,
+                row.required_bytes,
+                row.required_gathered_bytes or 0.0,
                 {"best_gflops": best_gflops, **rates},
             )
             row.roofline_seconds = limit
             row.roofline_fraction = limit / step_seconds
 
 
-def required_train_cost(layer: OutputLayer, target: Tensor) -> tuple[Optional[Cost], str]:
+def required_train_cost(layer: OutputLayer, target: Tensor) -> tuple[Cost | None, str]:
     """(cost, source) from the layer's cost model; (None, reason) when it declares none."""
     cost = layer.train_cost(target)
     return (None, "no cost model") if cost is None else (cost, "formula")
 
 
-def counted_flops(step: Callable[[], object]) -> Optional[float]:
+def counted_flops(step: Callable[[], object]) -> float | None:
     """Matrix-product flops that ``step()`` executes (forward and backward), or None when the
     step runs no product the counter knows."""
     from torch.utils.flop_counter import FlopCounterMode

@@ -13,8 +13,8 @@ says so, rather than stall the run or report a meaningless 0.00x.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 import torch
 
@@ -43,7 +43,7 @@ MAX_CALL_SECONDS = 120.0
 #: An operation whose call lasts less is called once, untimed, before each of its paired
 #: timings. Right after the other side's call it runs on caches, pages and an allocator that the
 #: other layer left: at V = 1M, a sampling layer's first step after a ``full`` step took up to 3x
-#: its steady time in one run, about 8x in another (``results/bench-warmup``), a cost a training
+#: its steady time in one run, about 8x in another (``docs/design/bench-measurement.md``), a cost a training
 #: loop, which calls the same layer step after step, never pays. A longer call is not repeated:
 #: that cost is small beside it, and a second ``full`` step at V = 1M would add seconds to every
 #: pair.
@@ -59,7 +59,7 @@ class Prepared:
     operations: dict[str, Callable[[], object]]
     seconds: dict[str, float]
     inner: dict[str, int]
-    counted_train_flops: Optional[float]
+    counted_train_flops: float | None
 
 
 def prepare(
@@ -128,7 +128,7 @@ def probe_seconds_per_row(
     return seconds
 
 
-def _count_or_none(step: Callable[[], object]) -> Optional[float]:
+def _count_or_none(step: Callable[[], object]) -> float | None:
     try:
         return counted_flops(step)
     except Exception:  # the counter could not follow an op; the step itself is retried bare
@@ -152,7 +152,7 @@ def check_dense_memory(candidate: Candidate, num_rows: int, num_classes: int, hi
         raise MemoryError(f"a step needs about {needed / 2**30:.1f} GiB, only {available / 2**30:.1f} GiB is available")
 
 
-def available_memory_bytes() -> Optional[float]:
+def available_memory_bytes() -> float | None:
     try:
         with open("/proc/meminfo") as handle:
             for line in handle:
@@ -170,7 +170,7 @@ def measure_vocab(
     *,
     memory: dict[str, dict],
     on_row: Callable[[SpeedRow], None],
-    done: Optional[dict[str, SpeedRow]] = None,
+    done: dict[str, SpeedRow] | None = None,
 ) -> list[SpeedRow]:
     """One row per candidate at vocabulary size ``vocab_size``; candidates[0] must be ``full``.
     ``memory`` holds the peak-memory results by label (see :mod:`bigvocab.bench.suites.memory`); a
@@ -264,7 +264,9 @@ def time_operations(
             # fresh call of full's (repeats = 0 marks this unpaired estimate).
             repeats = 0
             layer_times = [prepared.seconds[name]]
-            full_times = [seconds_per_call(reference.operations[reference_name], reference.inner[reference_name], device)]
+            full_times = [
+                seconds_per_call(reference.operations[reference_name], reference.inner[reference_name], device)
+            ]
         else:
             full_seconds, layer_seconds = reference.seconds[reference_name], prepared.seconds[name]
             pair = timing_seconds(full_seconds, config.min_time) + timing_seconds(layer_seconds, config.min_time)

@@ -14,13 +14,15 @@ the line ends, case kept), scored by the same evaluators (WordSim-353 and SimLex
 
 Without ``--brown`` the corpus is sentences of the synthetic language (speed only).
 """
+
 from __future__ import annotations
 
 import json
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import torch
 
@@ -28,10 +30,20 @@ from bigvocab.bench.harness.timing import paired_speedup
 from bigvocab.word2vec import Word2Vec
 
 #: (label, sg, hs, hogbatch) rows of the speed table.
-SPEED_ROWS = (("sg + neg", 1, 0, False), ("sg + neg, HogBatch", 1, 0, True), ("sg + hs", 1, 1, False),
-              ("cbow + neg", 0, 0, False), ("cbow + hs", 0, 1, False))
-QUALITY_ROWS = (("sg + neg", 1, 0, False), ("sg + neg, HogBatch", 1, 0, True), ("sg + hs", 1, 1, False),
-                ("cbow + neg", 0, 0, False), ("cbow + hs", 0, 1, False))
+SPEED_ROWS = (
+    ("sg + neg", 1, 0, False),
+    ("sg + neg, HogBatch", 1, 0, True),
+    ("sg + hs", 1, 1, False),
+    ("cbow + neg", 0, 0, False),
+    ("cbow + hs", 0, 1, False),
+)
+QUALITY_ROWS = (
+    ("sg + neg", 1, 0, False),
+    ("sg + neg, HogBatch", 1, 0, True),
+    ("sg + hs", 1, 1, False),
+    ("cbow + neg", 0, 0, False),
+    ("cbow + hs", 0, 1, False),
+)
 EVAL_FILES = {"ws353": "wordsim353.tsv", "simlex": "simlex999.txt", "analogy": "questions-words.txt"}
 
 
@@ -62,11 +74,24 @@ def synthetic_sentences(tokens: int = 1_000_000, length: int = 20) -> list[list[
 
 
 def _options(sg: int, hs: int, workers: int, seed: int) -> dict[str, Any]:
-    return dict(vector_size=100, window=5, min_count=5, sample=1e-3, alpha=0.025, min_alpha=1e-4, sg=sg, hs=hs,
-                negative=0 if hs else 5, workers=workers, seed=seed)
+    return dict(
+        vector_size=100,
+        window=5,
+        min_count=5,
+        sample=1e-3,
+        alpha=0.025,
+        min_alpha=1e-4,
+        sg=sg,
+        hs=hs,
+        negative=0 if hs else 5,
+        workers=workers,
+        seed=seed,
+    )
 
 
-def _trainer(library: str, sg: int, hs: int, hogbatch: bool, workers: int, seed: int, sentences) -> Callable[[int], Any]:
+def _trainer(
+    library: str, sg: int, hs: int, hogbatch: bool, workers: int, seed: int, sentences
+) -> Callable[[int], Any]:
     """A model with its vocabulary built, and a function training it for some epochs."""
     if library == "gensim":
         from gensim.models import Word2Vec as GensimWord2Vec
@@ -107,8 +132,13 @@ def speed_table(sentences, threads=(1, 2), repeats: int = 3, epochs: int = 1, lo
                     start = time.perf_counter()
                     train(epochs)
                     seconds[library].append(time.perf_counter() - start)
-            row = {"combination": label, "threads": workers, "words": words,
-                   "bigvocab_words_per_s": words / statistics.median(seconds["bigvocab"]), "seconds": seconds}
+            row = {
+                "combination": label,
+                "threads": workers,
+                "words": words,
+                "bigvocab_words_per_s": words / statistics.median(seconds["bigvocab"]),
+                "seconds": seconds,
+            }
             if with_gensim:
                 ratio = paired_speedup(seconds["gensim"], seconds["bigvocab"])
                 row.update(gensim_words_per_s=words / statistics.median(seconds["gensim"]), speedup=ratio.to_dict())
@@ -121,8 +151,10 @@ def _speed_line(row: dict) -> str:
     line = f"{row['combination']:<20} {row['threads']} thr  bigvocab {row['bigvocab_words_per_s']:>10,.0f} w/s"
     if "speedup" in row:
         s = row["speedup"]
-        line += (f"  gensim {row['gensim_words_per_s']:>10,.0f} w/s  ratio {s['median']:.2f}x "
-                 f"[{s['min']:.2f}-{s['max']:.2f}]")
+        line += (
+            f"  gensim {row['gensim_words_per_s']:>10,.0f} w/s  ratio {s['median']:.2f}x "
+            f"[{s['min']:.2f}-{s['max']:.2f}]"
+        )
     return line
 
 
@@ -146,34 +178,46 @@ def quality_table(sentences, eval_dir: Path, seeds=(1, 2, 3), epochs: int = 5, l
         for library in libraries:
             if library == "gensim" and hogbatch:
                 continue
-            runs = [_scores(_trainer(library, sg, hs, hogbatch, 1, seed, sentences)(epochs).wv, eval_dir)
-                    for seed in seeds]
+            runs = [
+                _scores(_trainer(library, sg, hs, hogbatch, 1, seed, sentences)(epochs).wv, eval_dir) for seed in seeds
+            ]
             row[library] = {metric: [run[metric] for run in runs] for metric in EVAL_FILES}
-            log(f"{label:<20} {library:<8} " + "  ".join(
-                f"{m} " + "/".join(f"{v:.3f}" for v in row[library][m]) for m in EVAL_FILES))
+            log(
+                f"{label:<20} {library:<8} "
+                + "  ".join(f"{m} " + "/".join(f"{v:.3f}" for v in row[library][m]) for m in EVAL_FILES)
+            )
         rows.append(row)
     return rows
 
 
 def markdown(speed: list[dict], quality: list[dict]) -> str:
     """The README tables."""
-    lines = ["| combination | threads | bigvocab words/s | gensim words/s | speed-up (median [min-max]) |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "| combination | threads | bigvocab words/s | gensim words/s | speed-up (median [min-max]) |",
+        "|---|---|---|---|---|",
+    ]
     for row in speed:
         s = row.get("speedup")
         gensim = f"{row['gensim_words_per_s']:,.0f}" if s else "n/a"
         ratio = f"{s['median']:.2f}x [{s['min']:.2f}-{s['max']:.2f}]" if s else "n/a"
-        lines.append(f"| {row['combination']} | {row['threads']} | {row['bigvocab_words_per_s']:,.0f} | {gensim} | {ratio} |")
+        lines.append(
+            f"| {row['combination']} | {row['threads']} | {row['bigvocab_words_per_s']:,.0f} | {gensim} | {ratio} |"
+        )
     if quality:
-        lines += ["", "| combination | library | WS-353 (mean ± sd) | SimLex-999 | analogy | per seed (WS / SL / an) |",
-                  "|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "| combination | library | WS-353 (mean ± sd) | SimLex-999 | analogy | per seed (WS / SL / an) |",
+            "|---|---|---|---|---|---|",
+        ]
         for row in quality:
             for library in ("bigvocab", "gensim"):
                 if library not in row:
                     continue
                 values = row[library]
                 cells = [f"{statistics.mean(values[m]):.3f} ± {statistics.stdev(values[m]):.3f}" for m in EVAL_FILES]
-                seeds = "; ".join(" / ".join(f"{values[m][i]:.3f}" for m in EVAL_FILES) for i in range(len(values["ws353"])))
+                seeds = "; ".join(
+                    " / ".join(f"{values[m][i]:.3f}" for m in EVAL_FILES) for i in range(len(values["ws353"]))
+                )
                 lines.append(f"| {row['combination']} | {library} | " + " | ".join(cells) + f" | {seeds} |")
     return "\n".join(lines) + "\n"
 
@@ -182,20 +226,27 @@ def _print(text: str) -> None:
     print(text, flush=True)
 
 
-def run_word2vec_bench(brown: Optional[Path], out: Optional[Path], repeats: int = 3,
-                       log: Callable[[str], None] = _print) -> dict:
+def run_word2vec_bench(
+    brown: Path | None, out: Path | None, repeats: int = 3, log: Callable[[str], None] = _print
+) -> dict:
     """Run both parts, write ``word2vec.json`` and ``word2vec.md`` under ``out`` (if given), return
     the results; lines go to ``log``."""
     torch.set_num_threads(1)
     sentences = brown_sentences(brown) if brown is not None else synthetic_sentences()
-    log(f"corpus: {'brown:' + str(brown) if brown else 'synthetic'}, {len(sentences):,} sentences, "
-        f"{sum(map(len, sentences)):,} words; gensim {'installed' if _gensim_available() else 'absent'}")
+    log(
+        f"corpus: {'brown:' + str(brown) if brown else 'synthetic'}, {len(sentences):,} sentences, "
+        f"{sum(map(len, sentences)):,} words; gensim {'installed' if _gensim_available() else 'absent'}"
+    )
     started = time.perf_counter()
     speed = speed_table(sentences, repeats=repeats, log=log)
     eval_dir = brown.parent / "eval" if brown is not None else None
     quality = quality_table(sentences, eval_dir, log=log) if eval_dir is not None and eval_dir.is_dir() else []
-    results = {"corpus": str(brown) if brown else "synthetic", "speed": speed, "quality": quality,
-               "wall_seconds": time.perf_counter() - started}
+    results = {
+        "corpus": str(brown) if brown else "synthetic",
+        "speed": speed,
+        "quality": quality,
+        "wall_seconds": time.perf_counter() - started,
+    }
     log(markdown(speed, quality))
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)

@@ -13,6 +13,7 @@
 They build on the collectives, partitions and row layouts of :mod:`bigvocab.distributed`.
 Importing this package loads ``torch.distributed``; the layers import it only when they split.
 """
+
 from bigvocab.outputs.parallel.adaptive import VocabParallelAdaptive
 from bigvocab.outputs.parallel.hsm import VocabParallelHSM
 from bigvocab.outputs.parallel.scorer import VocabParallelScorer, vocab_parallel

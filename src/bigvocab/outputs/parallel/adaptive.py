@@ -18,6 +18,7 @@ Per step, for each cluster with targets in the batch (n_i of them): three all-re
 numbers forward and one of n_i x h_i backward (the projected states' gradient). ``log_softmax``
 gathers each cluster's (N, |V_i|) scores; ``topk`` merges per-rank top-k lists per cluster.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -62,7 +63,11 @@ class VocabParallelAdaptive(RowSharded, AdaptiveSoftmax):
 
     def _cluster_log_prob(self, cluster: int, x: Tensor, target: Tensor) -> Tensor:
         log_z, logit = sharded_log_normaliser(
-            x, self.tail[cluster][1].weight, None, target, self.shards[cluster],
+            x,
+            self.tail[cluster][1].weight,
+            None,
+            target,
+            self.shards[cluster],
             max_chunk_elements=self.max_chunk_elements,
         )
         return logit - log_z

@@ -21,9 +21,8 @@ this rank's rows only.
 * :func:`sharded_logits` -- all (N, V) logits, gathered (for ``log_softmax`` on small V).
 * :func:`sharded_topk` -- exact top-k: each rank's top-k, scored against the global log Z, merged.
 """
-from __future__ import annotations
 
-from typing import Optional
+from __future__ import annotations
 
 import torch
 from torch import Tensor
@@ -50,11 +49,11 @@ def _local_ids(ids: Tensor, shard: VocabShard) -> tuple[Tensor, Tensor]:
 def sharded_log_normaliser(
     hidden: Tensor,
     weight: Tensor,
-    bias: Optional[Tensor],
+    bias: Tensor | None,
     target: Tensor,
     shard: VocabShard,
     *,
-    max_chunk_elements: Optional[int] = None,
+    max_chunk_elements: int | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Exact ``(log Z, s_target)``, (N,) each, over all V classes: hidden (N, H) replicated,
     weight (V_r, H) / bias (V_r,) this rank's rows, target (N,) global ids. Memory per rank: one
@@ -72,7 +71,7 @@ def sharded_log_normaliser(
 def sharded_class_logits(
     hidden: Tensor,
     weight: Tensor,
-    bias: Optional[Tensor],
+    bias: Tensor | None,
     ids: Tensor,
     shard: VocabShard,
     *,
@@ -103,7 +102,7 @@ def sharded_class_logits(
     return sum_over_shards(scores, shard.group)
 
 
-def sharded_logits(hidden: Tensor, weight: Tensor, bias: Optional[Tensor], shard: VocabShard) -> Tensor:
+def sharded_logits(hidden: Tensor, weight: Tensor, bias: Tensor | None, shard: VocabShard) -> Tensor:
     """All (N, V) logits, gathered in class order on every rank; for small V only."""
     hidden = copy_to_shards(hidden, shard.group)
     local = hidden @ weight.t()
@@ -115,11 +114,11 @@ def sharded_logits(hidden: Tensor, weight: Tensor, bias: Optional[Tensor], shard
 def sharded_topk(
     hidden: Tensor,
     weight: Tensor,
-    bias: Optional[Tensor],
+    bias: Tensor | None,
     k: int,
     shard: VocabShard,
     *,
-    max_chunk_elements: Optional[int] = None,
+    max_chunk_elements: int | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Exact top-k (log-probs, global ids), (N, k) each, best first. Each rank's k best are a
     superset of its share of the global k best, so merging the P local lists is exact. Per call:
@@ -129,7 +128,10 @@ def sharded_topk(
         # Log-probs within this rank's classes, then rescaled to the whole vocabulary.
         values, ids = chunked_topk(hidden, weight, bias, local_k, max_chunk_elements=max_chunk_elements)
         local_log_z, _ = chunked_logsumexp(
-            hidden, weight, bias, hidden.new_zeros(hidden.shape[0], dtype=torch.long),
+            hidden,
+            weight,
+            bias,
+            hidden.new_zeros(hidden.shape[0], dtype=torch.long),
             max_chunk_elements=max_chunk_elements,
         )
         log_z = logsumexp_over_shards(local_log_z, shard.group)

@@ -21,10 +21,11 @@ states. Sparse gradients stay on the rank that owns the rows. ``log_softmax`` as
 level pass; ``topk`` takes the top-k of that, chunk by chunk (exact, but not the pruned search of
 the one-process layer).
 """
+
 from __future__ import annotations
 
 import heapq
-from typing import Any, Optional
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -143,7 +144,7 @@ class VocabParallelHSM(RowSharded, HierarchicalSoftmax):
         layout = RowLayout(self.group, self.rank, self._rows_per_rank, self.num_classes - 1)
         return {name: layout for name in ("weight", "bias") if getattr(self, name) is not None}
 
-    def engine_unsupported(self) -> Optional[str]:
+    def engine_unsupported(self) -> str | None:
         return "word2vec's compiled engine trains one process; a vocabulary-parallel hsm trains through torch"
 
     # ------------------------------------------------------------------ the sharded maths
@@ -171,7 +172,7 @@ class VocabParallelHSM(RowSharded, HierarchicalSoftmax):
         assembled = h.new_zeros(self.num_classes - 1, h.shape[0]).index_copy(0, held[split:], owned)
         return sum_over_shards(assembled, self.group).index_copy(0, held[:split], top)
 
-    def _example_logits(self, h: Tensor, out: Optional[Tensor] = None) -> Tensor:
+    def _example_logits(self, h: Tensor, out: Tensor | None = None) -> Tensor:
         # The compiled exact pass reads (n, V - 1); only the node-major assembly knows every row.
         logits = self._node_logits(h).t()
         return logits if out is None else out.copy_(logits)
@@ -179,11 +180,15 @@ class VocabParallelHSM(RowSharded, HierarchicalSoftmax):
     def _topk(self, hidden: Tensor, k: int) -> tuple[Tensor, Tensor]:
         with torch.no_grad():
             per_chunk = max(1, self.max_chunk_elements // self.num_classes)
-            pieces = [self._log_softmax(hidden[start : start + per_chunk]).topk(k, dim=1)
-                      for start in range(0, hidden.shape[0], per_chunk)]
+            pieces = [
+                self._log_softmax(hidden[start : start + per_chunk]).topk(k, dim=1)
+                for start in range(0, hidden.shape[0], per_chunk)
+            ]
         return torch.cat([p[0] for p in pieces]), torch.cat([p[1] for p in pieces])
 
     def extra_repr(self) -> str:
         owned = self._held_rows.numel() - self.num_top_rows
-        return (super().extra_repr() + f", {self.num_top_rows} replicated top rows and {owned} subtree rows "
-                f"on rank {self.rank} of {self.world_size}")
+        return (
+            super().extra_repr() + f", {self.num_top_rows} replicated top rows and {owned} subtree rows "
+            f"on rank {self.rank} of {self.world_size}"
+        )

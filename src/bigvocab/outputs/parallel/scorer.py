@@ -20,10 +20,11 @@ Two ways in:
 The scorer is not in the scorer registry: the registry-driven contract suites build every
 registered scorer in one ordinary process, and this one needs a process group.
 """
+
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
@@ -64,11 +65,11 @@ class VocabParallelScorer(RowSharded, Scorer):
         num_classes: int,
         *,
         process_group: Any,
-        partition: Optional[VocabPartition] = None,
+        partition: VocabPartition | None = None,
         bias: bool = True,
-        max_chunk_elements: Optional[int] = None,
-        device: Optional[torch.device] = None,
-        dtype: Optional[torch.dtype] = None,
+        max_chunk_elements: int | None = None,
+        device: torch.device | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(in_features, num_classes, max_chunk_elements=max_chunk_elements)
         self.shard = vocab_shard(num_classes, process_group, partition)
@@ -79,8 +80,8 @@ class VocabParallelScorer(RowSharded, Scorer):
 
     @classmethod
     def from_linear(
-        cls, scorer: LinearScorer, process_group: Any, partition: Optional[VocabPartition] = None
-    ) -> "VocabParallelScorer":
+        cls, scorer: LinearScorer, process_group: Any, partition: VocabPartition | None = None
+    ) -> VocabParallelScorer:
         """This rank's rows of a built one-process ``linear`` scorer (copied, so the original
         can be freed)."""
         weight = scorer.weight
@@ -97,7 +98,9 @@ class VocabParallelScorer(RowSharded, Scorer):
         start, stop = sharded.shard.start, sharded.shard.stop
         sharded.weight = nn.Parameter(weight.detach()[start:stop].clone(), requires_grad=weight.requires_grad)
         if scorer.bias is not None:
-            sharded.bias = nn.Parameter(scorer.bias.detach()[start:stop].clone(), requires_grad=scorer.bias.requires_grad)
+            sharded.bias = nn.Parameter(
+                scorer.bias.detach()[start:stop].clone(), requires_grad=scorer.bias.requires_grad
+            )
         sharded.sparse_grad = scorer.sparse_grad
         return sharded
 
@@ -150,7 +153,7 @@ class VocabParallelScorer(RowSharded, Scorer):
         layout = RowLayout.contiguous(self.shard)
         return {name: layout for name in ("weight", "bias") if getattr(self, name) is not None}
 
-    def shard_rows(self, group: Any, partition: Optional[VocabPartition] = None) -> Optional[Scorer]:
+    def shard_rows(self, group: Any, partition: VocabPartition | None = None) -> Scorer | None:
         raise ConfigError("this layer is already vocabulary-parallel")
 
     def extra_repr(self) -> str:
@@ -160,7 +163,7 @@ class VocabParallelScorer(RowSharded, Scorer):
         )
 
 
-def vocab_parallel(layer: OutputLayer, group: Any, *, partition: Optional[VocabPartition] = None) -> OutputLayer:
+def vocab_parallel(layer: OutputLayer, group: Any, *, partition: VocabPartition | None = None) -> OutputLayer:
     """This rank's part of ``layer`` split over ``group`` (the layer's own
     :meth:`~bigvocab.outputs.base.OutputLayer.shard_vocabulary`); use only the returned layer
     afterwards. ``layer`` is the one-process layer built alike on every rank (same seed), so the

@@ -33,7 +33,7 @@ keywords of every objective (the factory checks them).
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from torch import Tensor, nn
 
@@ -55,7 +55,7 @@ class Scorer(nn.Module):
     eval_cache: bool = False
     free_rows: bool = False
 
-    def __init__(self, in_features: int, num_classes: int, *, max_chunk_elements: Optional[int] = None) -> None:
+    def __init__(self, in_features: int, num_classes: int, *, max_chunk_elements: int | None = None) -> None:
         super().__init__()
         self.in_features = check_positive_int("in_features", in_features)
         self.num_classes = check_positive_int("num_classes", num_classes)
@@ -69,7 +69,7 @@ class Scorer(nn.Module):
         self.sparse_grad = False
 
     # ------------------------------------------------------------------ vocabulary parallelism
-    def shard_rows(self, group: Any, partition: Any = None) -> Optional["Scorer"]:
+    def shard_rows(self, group: Any, partition: Any = None) -> Scorer | None:
         """This rank's part of the scorer split by class over the process ``group`` (see
         :mod:`bigvocab.distributed`), or None when its scores do not come from per-class rows
         alone (a CNN computes every row from shared filters)."""

@@ -15,7 +15,7 @@ cached until the parameters change or the scorer goes back to training.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor, nn
@@ -62,8 +62,8 @@ class CharCNN(nn.Module):
         char_dim: int,
         filters: Sequence[tuple[int, int]],
         highway_layers: int,
-        device: Optional[torch.device] = None,
-        dtype: Optional[torch.dtype] = None,
+        device: torch.device | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
         factory = {"device": device, "dtype": dtype}
@@ -119,16 +119,16 @@ class CNNScorer(RowScorer):
         in_features: int,
         num_classes: int,
         *,
-        words: Optional[Sequence[str]] = None,
+        words: Sequence[str] | None = None,
         correction_dim: int = 32,
         bias: bool = True,
         char_dim: int = 16,
         filters: Sequence[tuple[int, int]] = DEFAULT_FILTERS,
         highway_layers: int = 1,
         max_word_length: int = 50,
-        max_chunk_elements: Optional[int] = None,
-        device: Optional[torch.device] = None,
-        dtype: Optional[torch.dtype] = None,
+        max_chunk_elements: int | None = None,
+        device: torch.device | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(in_features, num_classes, max_chunk_elements=max_chunk_elements)
         if words is None:
@@ -156,7 +156,7 @@ class CNNScorer(RowScorer):
         else:
             self.correction = None
         self.bias = nn.Parameter(torch.zeros(num_classes, **factory)) if bias else None
-        self._cache: Optional[tuple[tuple, Tensor]] = None
+        self._cache: tuple[tuple, Tensor] | None = None
 
     def sparse_parameters(self) -> list[nn.Parameter]:
         """Only the per-word rows (correction, bias); the character CNN is shared by every word
@@ -214,7 +214,7 @@ class CNNScorer(RowScorer):
     #: The V embeddings, under the name the one-class ``cnn`` layer gave them.
     embeddings = all_rows
 
-    def train(self, mode: bool = True) -> "CNNScorer":
+    def train(self, mode: bool = True) -> CNNScorer:
         if mode:  # training changes the parameters; the table would only hold memory
             self._cache = None
         return super().train(mode)

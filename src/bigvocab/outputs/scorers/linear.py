@@ -7,7 +7,7 @@ literature; its rows can be tied to an input embedding (Press & Wolf 2017; Inan 
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -42,9 +42,9 @@ class LinearScorer(RowScorer):
         num_classes: int,
         *,
         bias: bool = True,
-        max_chunk_elements: Optional[int] = None,
-        device: Optional[torch.device] = None,
-        dtype: Optional[torch.dtype] = None,
+        max_chunk_elements: int | None = None,
+        device: torch.device | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(in_features, num_classes, max_chunk_elements=max_chunk_elements)
         factory = {"device": device, "dtype": dtype}

@@ -7,8 +7,6 @@ from*: a free (V, H) matrix (``linear``) or a function of the word (``cnn``'s Ch
 
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 from torch import Tensor, nn
 
@@ -25,10 +23,9 @@ from bigvocab.outputs.functional import (
 )
 from bigvocab.outputs.scorers.base import Scorer
 
-
 #: How many times more multiply-adds per second a dense (N, H) x (H, U) product does than the pair
 #: kernel's scattered row reads, on one core (numpy/MKL 7 GMAC/s against 0.4 at 2-3x
-#: oversubscription, 2026-11-25; the ratio, not the rates, decides between them).
+#: oversubscription; the ratio, not the rates, decides between them).
 PRODUCT_ADVANTAGE = 16
 
 
@@ -36,7 +33,7 @@ class RowScorer(Scorer):
     """s_w(h) = h . e_w + b_w. Subclasses give :meth:`rows` and :meth:`all_rows` and may hold a
     ``bias`` (V,) parameter (None when the scorer has no bias)."""
 
-    bias: Optional[nn.Parameter]
+    bias: nn.Parameter | None
 
     def row_parameters(self) -> int:
         """Numbers of per-word parameters behind one row (a free row's H, a correction...)."""
@@ -69,7 +66,7 @@ class RowScorer(Scorer):
         """All V output embeddings (V, H)."""
         raise NotImplementedError
 
-    def _bias_of(self, ids: Tensor) -> Optional[Tensor]:
+    def _bias_of(self, ids: Tensor) -> Tensor | None:
         return None if self.bias is None else gather_rows(self.bias, ids, sparse=self.sparse_grad)
 
     def class_logits(self, hidden: Tensor, ids: Tensor) -> Tensor:
@@ -110,7 +107,7 @@ class RowScorer(Scorer):
         ``ais`` scores its blocks of draws this way), the ids many enough for the kernel's
         O(V) grouping, and too many distinct classes possible for the product to win. Saves the
         distinct ids and the gathered copy (at V = 10k, 65k draws: 7.5k rows, 7.5 MB); ``ais``'s
-        step at V = 100k ran about 1.1x faster, at 10k no faster (results/ais-blocks-in-place)."""
+        step at V = 100k ran about 1.1x faster, at 10k no faster (``docs/design/ais-blocks.md``)."""
         return (
             self.free_rows
             and not torch.is_grad_enabled()
@@ -128,7 +125,7 @@ class RowScorer(Scorer):
         target_logit = self._dots(hidden, rows[:n], None if bias is None else bias[:n], (n, 1)).squeeze(1)
         return target_logit, self._dots(hidden, rows[n:], None if bias is None else bias[n:], ids.shape)
 
-    def _dots(self, hidden: Tensor, rows: Tensor, bias: Optional[Tensor], shape: torch.Size) -> Tensor:
+    def _dots(self, hidden: Tensor, rows: Tensor, bias: Tensor | None, shape: torch.Size) -> Tensor:
         """Scores of rows (M, H) (+ bias (M,)) gathered for ids of ``shape``: (M,) shared by
         every hidden row, or (N, M') one set per row -> (N, M) or (N, M')."""
         if len(shape) == 1:

@@ -1,0 +1,58 @@
+"""Each driver in benchmarks/ runs, as its README documents it, with tiny settings."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = "synthetic:vocab_size=300,tokens=3000"
+
+pytestmark = pytest.mark.slow
+
+
+def run(command: list[str], tmp_path: Path, **env: str) -> str:
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHON": sys.executable, **env}
+    done = subprocess.run(command, cwd=REPO, env=environment, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, f"{' '.join(command)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def test_brown_protocol_trains_its_rows_and_writes_the_table(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    command = [sys.executable, "benchmarks/brown/run.py", "unused", str(runs), "--corpus", TINY]
+    out = run([*command, "--rows", "full,hsm-huffman", "--seeds", "0", "--train-opt=--epochs=1"], tmp_path)
+    assert "| full | nnlm | full | 0 |" in out and "| hsm-huffman | nnlm | hsm | 0 |" in out
+    assert (runs / "table.md").read_text().count("(1 seed)") == 2
+    assert len((runs / "runs.csv").read_text().splitlines()) == 3
+
+
+def test_vocab_parallel_protocol_runs_both_layouts(tmp_path: Path) -> None:
+    out = run(
+        ["bash", "benchmarks/brown/vocab_parallel.sh", "unused", str(tmp_path), "full", "3"], tmp_path, CORPUS=TINY
+    )
+    assert out.count("test ppl") == 2
+
+
+def test_ab_step_pairs_two_trees(tmp_path: Path) -> None:
+    command = [sys.executable, "benchmarks/ab_step.py", "--before", "src", "--after", "src", "--row", "nce"]
+    out = run([*command, "--vocab", "2000", "--repeats", "2", "--steps", "1", "--warmup", "1"], tmp_path)
+    assert "before/after" in out and "over 2 alternating pairs" in out
+
+
+def test_profile_step_lists_operators(tmp_path: Path) -> None:
+    command = [sys.executable, "benchmarks/profile_step.py", "--row", "hsm[huffman]", "--vocab", "2000"]
+    out = run([*command, "--steps", "1", "--warmup", "1", "--top", "3"], tmp_path)
+    assert "ms/step" in out
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the fused cross-entropy peers are timed on a CUDA device")
+def test_fused_cross_entropy_peers_run_on_a_small_shape(tmp_path: Path) -> None:
+    command = [sys.executable, "benchmarks/fused_ce_peers.py", "--shapes", "64x32x1000", "--modes", "fp32"]
+    out = run([*command, "--repeats", "1", "--out", str(tmp_path / "peers.json")], tmp_path)
+    assert "bigvocab full" in out
