@@ -100,13 +100,17 @@ def logged_steps(folder: Path) -> int:
     return path.read_text().count('"event": "step"') if path.exists() else 0
 
 
+#: The fields of a metrics event that measure wall-clock time, which an interruption changes.
+WALL_CLOCK = ("elapsed", "tokens_per_s")
+
+
 def trajectory(folder: Path) -> list[tuple]:
-    """What must not depend on interruptions: every logged step's loss and rate, every epoch's
-    validation perplexity (times and speeds are left out)."""
+    """What must not depend on interruptions: every field of every logged event (step and epoch)
+    but the wall-clock ones, in order."""
     rows = []
     for line in (folder / "metrics.jsonl").read_text().splitlines():
         event = json.loads(line)
-        rows.append((event["event"], event["step"], event["loss"], event["lr"], event.get("valid_ppl")))
+        rows.append(tuple(sorted((key, value) for key, value in event.items() if key not in WALL_CLOCK)))
     return rows
 
 

@@ -23,9 +23,12 @@ from bigvocab.cli import main
 
 pytestmark = pytest.mark.slow
 
-#: 270 steps an epoch on the 600-line corpus; every step logged.
-RUN = [*TINY, "--epochs", "2", "--log-every", "1", "--patience", "0"]
-TOTAL_STEPS = 2 * 270
+#: 270 steps an epoch on the 600-line corpus, a step event every 7 steps (so an interruption
+#: usually falls inside a logging window; 270 is not a multiple of 7, so a window also ends with its epoch).
+LOG_EVERY = 7
+RUN = [*TINY, "--epochs", "2", "--log-every", str(LOG_EVERY), "--patience", "0"]
+STEPS_PER_EPOCH = 270
+TOTAL_STEPS = 2 * STEPS_PER_EPOCH
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +37,7 @@ def reference(tmp_path_factory, corpus_file):
     with one_thread():
         assert main(["train", *RUN, "--corpus", f"text:{corpus_file}", "--out", str(out)]) == 0
     rows = trajectory(out)
-    assert sum(row[0] == "step" for row in rows) == TOTAL_STEPS
+    assert sum(dict(row)["event"] == "step" for row in rows) == TOTAL_STEPS // LOG_EVERY
     return rows
 
 
@@ -48,7 +51,7 @@ def test_signal_saves_and_resume_gives_the_same_losses(number, seed, reference, 
     out = tmp_path / "run"
     moment = random.Random(seed).randint(1, TOTAL_STEPS - 100)
     process = start_cli(["train", *RUN, "--corpus", f"text:{corpus_file}", "--out", str(out)], tmp_path)
-    wait_for(lambda: logged_steps(out) >= moment or process.poll() is not None, what=f"step {moment}")
+    wait_for(lambda: logged_steps(out) * LOG_EVERY >= moment or process.poll() is not None, what=f"step {moment}")
     process.send_signal(number)
     status, _, err = finish(process)
     assert_one_line_error(err, status, 128 + number)
@@ -56,10 +59,10 @@ def test_signal_saves_and_resume_gives_the_same_losses(number, seed, reference, 
     saved = load_checkpoint(out / "last.pt")["position"]["step"]
     assert f"after step {saved:,} " in err and saved >= moment
     resume(out)
-    assert trajectory(out) == reference
+    assert trajectory(out) == reference  # the logged averages too: the window before the stop is saved
 
 
-@pytest.mark.parametrize("seed", [4])
+@pytest.mark.parametrize("seed", [4, 5])
 def test_kill_9_during_saves_keeps_a_whole_checkpoint(seed, reference, corpus_file, tmp_path):
     """--checkpoint-every 1 saves at every step, so a kill at a random moment often lands inside a
     save: last.pt must still be the previous whole checkpoint, and the stale lock and temporary
@@ -69,7 +72,7 @@ def test_kill_9_during_saves_keeps_a_whole_checkpoint(seed, reference, corpus_fi
     process = start_cli(
         ["train", *RUN, "--checkpoint-every", "1", "--corpus", f"text:{corpus_file}", "--out", str(out)], tmp_path
     )
-    wait_for(lambda: logged_steps(out) >= moment or process.poll() is not None, what=f"step {moment}")
+    wait_for(lambda: logged_steps(out) * LOG_EVERY >= moment or process.poll() is not None, what=f"step {moment}")
     process.kill()
     finish(process)
     assert f"pid {process.pid} " in (out / ".lock").read_text()  # the dead run's lock record stays...

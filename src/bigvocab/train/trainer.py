@@ -152,6 +152,10 @@ class Trainer:
         self.tokens = 0
         self.epoch_loss_sum = 0.0
         self.epoch_targets = 0
+        # the loss summed over the steps since the last logged step event, and their targets: a
+        # resumed run logs the same averages as an uninterrupted one
+        self.window_loss_sum = 0.0
+        self.window_targets = 0
         self.steps_per_epoch: int | None = None
         self.best_ppl: float | None = None
         self.best_epoch: int | None = None
@@ -222,6 +226,9 @@ class Trainer:
             self.epoch, self.step_in_epoch = position["epoch"], position["step_in_epoch"]
             self.step, self.tokens = position["step"], position["tokens"]
             self.epoch_loss_sum, self.epoch_targets = position["epoch_loss_sum"], position["epoch_targets"]
+            self.window_loss_sum = position.get("window_loss_sum", 0.0)
+            self.window_targets = position.get("window_targets", 0)
+            self._first_loss = trainer.get("first_logged_loss")
             self.steps_per_epoch = trainer["steps_per_epoch"]
             self.best_ppl, self.best_epoch = trainer["best_ppl"], trainer["best_epoch"]
             self.bad_epochs = trainer["bad_epochs"]
@@ -430,16 +437,17 @@ class Trainer:
             dynamic_ncols=True,
             mininterval=0.5,
         )
-        window = {"loss": 0.0, "targets": 0, "time": time.perf_counter()}
-        started, tokens_before = window["time"], self.tokens
+        window_started = started = time.perf_counter()
+        window_tokens = tokens_before = self.tokens
         try:
             for batch in batches:
                 loss, targets = self._train_step(batch)
-                window["loss"] += loss * targets
-                window["targets"] += targets
+                self.window_loss_sum += loss * targets
+                self.window_targets += targets
                 bar.update(1)
                 if self.step % config.log_every == 0:
-                    self._log_window(window, bar)
+                    self._log_window(self.tokens - window_tokens, time.perf_counter() - window_started, bar)
+                    window_started, window_tokens = time.perf_counter(), self.tokens
                 if config.checkpoint_every and self.step % config.checkpoint_every == 0:
                     self._save("last.pt")
                 stop = self._agreed_signal()
@@ -534,6 +542,7 @@ class Trainer:
         self.epoch += 1
         self.steps_per_epoch = self.steps_per_epoch or self.step_in_epoch
         self.step_in_epoch, self.epoch_loss_sum, self.epoch_targets = 0, 0.0, 0
+        self.window_loss_sum, self.window_targets = 0.0, 0  # a window ends with its epoch
         valid_ppl = self.evaluate(self.valid_ids) if self.can_validate else None
         self._watch_divergence(epoch_loss, f"training loss of epoch {self.epoch}")
         if valid_ppl is not None and not math.isfinite(valid_ppl):
@@ -584,11 +593,13 @@ class Trainer:
             self._save("best.pt")
 
     # ------------------------------------------------------------------ logging and files
-    def _log_window(self, window: dict[str, float], bar: tqdm) -> None:
+    def _log_window(self, tokens: int, seconds: float, bar: tqdm) -> None:
+        """The step event of the steps since the last one. Its loss averages the whole window, a
+        part before a resume included; its tokens/s (wall clock) the ``tokens`` this process
+        trained in ``seconds``."""
         now = time.perf_counter()
-        seconds = max(now - window["time"], 1e-9)
-        loss = window["loss"] / max(1, window["targets"])
-        tokens_per_s = window["targets"] / seconds
+        loss = self.window_loss_sum / max(1, self.window_targets)
+        tokens_per_s = tokens / max(seconds, 1e-9)
         self.elapsed = now - self._clock
         self._watch_divergence(loss, f"training loss at step {self.step}")
         lr = self.schedule.lr
@@ -605,7 +616,7 @@ class Trainer:
             }
         )
         bar.set_postfix_str(f"loss {loss:.4f} | {tokens_per_s:,.0f} tok/s | lr {lr:.3g}", refresh=False)
-        window.update(loss=0.0, targets=0, time=now)
+        self.window_loss_sum, self.window_targets = 0.0, 0
 
     def _watch_divergence(self, loss: float, what: str) -> None:
         """Warn (once) when the loss exceeds DIVERGENCE_FACTOR times the first one logged."""
@@ -680,6 +691,8 @@ class Trainer:
                     "tokens": self.tokens,
                     "epoch_loss_sum": self.epoch_loss_sum,
                     "epoch_targets": self.epoch_targets,
+                    "window_loss_sum": self.window_loss_sum,
+                    "window_targets": self.window_targets,
                 },
                 "trainer": {
                     "steps_per_epoch": self.steps_per_epoch,
@@ -689,6 +702,7 @@ class Trainer:
                     "stopped_early": self.stopped_early,
                     "history": self.history,
                     "elapsed": self.elapsed,
+                    "first_logged_loss": self._first_loss,
                 },
                 "config": self.config.to_dict(),
                 "meta": self.meta,
