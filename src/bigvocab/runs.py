@@ -23,6 +23,7 @@ from torch import Tensor
 
 from bigvocab.checkpoint import build_from_meta, load_checkpoint
 from bigvocab.data.corpora import (
+    EOS,
     Corpus,
     corpus_fingerprint,
     fingerprint_difference,
@@ -109,9 +110,15 @@ def new_run(
         meta=meta,
         overwrite=overwrite,
         distributed=distributed,
+        sentence_end=sentence_end(data.vocab),
     )
     configure_engine(trainer, workers, data.vocab)
     return trainer, data
+
+
+def sentence_end(vocab: Vocab) -> int | None:
+    """The id of the sentence-end token in ``vocab``, or None when its corpus marks no sentences."""
+    return vocab.index(EOS) if EOS in vocab else None
 
 
 def _trainer_class(
@@ -203,6 +210,7 @@ def resume_run(
         data.valid if validate else None,
         checkpoint=checkpoint,
         distributed=distributed,
+        sentence_end=sentence_end(data.vocab),
         progress=progress,
         **overrides,
     )

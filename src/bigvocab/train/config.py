@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from bigvocab.errors import ConfigError
-from bigvocab.registry import OPTIMIZERS, SCHEDULES, unknown_name_message
+from bigvocab.registry import CURRICULA, OPTIMIZERS, SCHEDULES, unknown_name_message
 from bigvocab.validation import check_nonnegative_int, check_positive_float, check_positive_int
 
 #: Options that may change when a run is resumed; the rest define the run and stay as they were.
@@ -26,11 +26,15 @@ class TrainConfig:
     optimizer: str = "sgd"  # a registered optimiser; adam and sparse_adam both give SparseAdam to sparse params
     lr: float = 0.1  # initial learning rate
     momentum: float = 0.9  # for "momentum" and "nesterov"
+    amsgrad: bool = False  # adam, adamw: AMSGrad's maximum of the second moments (Reddi et al. 2018)
     weight_decay: float = 0.0  # L2 penalty; makes sparse gradients dense (every row decays)
     lr_schedule: str = "plateau"  # a registered schedule
     lr_decay: float = 0.5  # factor of the exponential and plateau schedules
     min_lr: float = 1e-5  # floor of every schedule, and the end point of "linear"
     clip_norm: float | None = None  # clip the global gradient norm to this value
+    gradient_noise: float = 0.0  # η of annealed Gaussian gradient noise, variance η / (1 + t)^0.55 (0: none)
+    curriculum: str | None = None  # a curriculum measure (frequency, length): easy units first, growing
+    curriculum_epochs: int = 2  # epochs over which the curriculum grows to the whole corpus
     patience: int | None = 3  # stop after this many epochs without a better valid perplexity
     seed: int = 0  # seeds the shuffling of every epoch and the global RNGs at the start
     device: str = "cpu"  # "cpu", "cuda", "cuda:1", ...
@@ -43,7 +47,10 @@ class TrainConfig:
         check_positive_int("epochs", self.epochs)
         check_positive_int("batch_size", self.batch_size)
         check_positive_float("lr", self.lr)
-        for registry, value in ((OPTIMIZERS, self.optimizer), (SCHEDULES, self.lr_schedule)):
+        chosen = [(OPTIMIZERS, self.optimizer), (SCHEDULES, self.lr_schedule)]
+        if self.curriculum is not None:
+            chosen.append((CURRICULA, self.curriculum))
+        for registry, value in chosen:
             if value not in registry:
                 raise ConfigError(unknown_name_message(registry.kind, str(value), registry.names()))
         if not (isinstance(self.momentum, (int, float)) and 0 <= self.momentum < 1):
@@ -58,11 +65,20 @@ class TrainConfig:
             raise ConfigError(f"min_lr must lie in [0, lr={self.lr}], got {self.min_lr!r}")
         if self.clip_norm is not None:
             check_positive_float("clip_norm", self.clip_norm)
+        if not (
+            isinstance(self.gradient_noise, (int, float))
+            and math.isfinite(self.gradient_noise)
+            and self.gradient_noise >= 0
+        ):
+            raise ConfigError(f"gradient_noise must be a finite number >= 0, got {self.gradient_noise!r}")
+        if not isinstance(self.amsgrad, bool):
+            raise ConfigError(f"amsgrad must be True or False, got {self.amsgrad!r}")
         for name in ("patience", "max_steps", "checkpoint_every"):
             if getattr(self, name) is not None:
                 check_positive_int(name, getattr(self, name))
         check_nonnegative_int("seed", self.seed)
         check_positive_int("log_every", self.log_every)
+        check_positive_int("curriculum_epochs", self.curriculum_epochs)
         resolve_device(self.device, check_available=False)
 
     @classmethod

@@ -137,10 +137,37 @@ def rmsprop(params: list[nn.Parameter], config: TrainConfig, *, sparse: bool) ->
 
 @OPTIMIZERS.register("adam")
 def adam(params: list[nn.Parameter], config: TrainConfig, *, sparse: bool) -> torch.optim.Optimizer | None:
-    """Adam (Kingma & Ba 2015); sparse gradients get SparseAdam, which updates only the rows touched."""
+    """Adam (Kingma & Ba 2015), or AMSGrad (Reddi et al. 2018) with ``amsgrad``; sparse gradients get
+    SparseAdam, which updates only the rows touched (lazy Adam: a row's moments move when it is
+    touched), and are made dense under ``amsgrad``, which SparseAdam lacks."""
     if sparse:
-        return torch.optim.SparseAdam(params, lr=config.lr)
-    return torch.optim.Adam(params, lr=config.lr, weight_decay=config.weight_decay)
+        return None if config.amsgrad else torch.optim.SparseAdam(params, lr=config.lr)
+    return torch.optim.Adam(params, lr=config.lr, weight_decay=config.weight_decay, amsgrad=config.amsgrad)
+
+
+@OPTIMIZERS.register("adamw")
+def adamw(params: list[nn.Parameter], config: TrainConfig, *, sparse: bool) -> torch.optim.Optimizer | None:
+    """AdamW (Loshchilov & Hutter 2019): Adam with the weight decay decoupled from the gradient,
+    each step shrinking the weights by lr x weight_decay. Sparse gradients get SparseAdam while
+    ``weight_decay`` is 0 (the two are then the same method); with decay every row shrinks at
+    every step, so they are made dense."""
+    if sparse:
+        return None if config.amsgrad else torch.optim.SparseAdam(params, lr=config.lr)
+    return torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay, amsgrad=config.amsgrad)
+
+
+@OPTIMIZERS.register("adamax")
+def adamax(params: list[nn.Parameter], config: TrainConfig, *, sparse: bool) -> torch.optim.Optimizer | None:
+    """AdaMax (Kingma & Ba 2015, section 7), Adam with the infinity norm; its running maximum decays
+    every row at every step, so sparse gradients are made dense."""
+    return None if sparse else torch.optim.Adamax(params, lr=config.lr, weight_decay=config.weight_decay)
+
+
+@OPTIMIZERS.register("nadam")
+def nadam(params: list[nn.Parameter], config: TrainConfig, *, sparse: bool) -> torch.optim.Optimizer | None:
+    """Nadam (Dozat 2016), Adam with Nesterov momentum; its moments move every row at every step,
+    so sparse gradients are made dense."""
+    return None if sparse else torch.optim.NAdam(params, lr=config.lr, weight_decay=config.weight_decay)
 
 
 @OPTIMIZERS.register("sparse_adam")
@@ -170,11 +197,14 @@ def build_optimizers(model: nn.Module, config: TrainConfig) -> tuple[list[torch.
     sparse_optimizer = make(sparse, config, sparse=True) if sparse and not config.weight_decay else None
     if sparse and sparse_optimizer is None:
         elements = sum(p.numel() for p in sparse)
-        reason = "weight decay" if config.weight_decay else f"optimizer {config.optimizer!r}"
+        if config.weight_decay:
+            reason = "weight decay"
+        else:
+            reason = f"optimizer {config.optimizer!r}" + (" with amsgrad" if config.amsgrad else "")
         warnings.warn(
             f"{reason} does not support sparse gradients: the sparse gradients of {len(sparse)} parameter(s) "
-            f"({elements:,} elements) are made dense every step; use sgd, adagrad or adam without weight "
-            "decay to keep steps sparse",
+            f"({elements:,} elements) are made dense every step; {', '.join(sparse_row_optimizers())} "
+            "without weight decay (and adam without amsgrad) keep steps sparse",
             stacklevel=3,
         )
         dense = dense + sparse
@@ -185,6 +215,14 @@ def build_optimizers(model: nn.Module, config: TrainConfig) -> tuple[list[torch.
     if not optimizers:
         raise ConfigError("the model has no trainable parameters")
     return optimizers, dense
+
+
+def sparse_row_optimizers() -> list[str]:
+    """The registered optimisers that keep sparse gradients sparse (update only the rows touched)."""
+    from bigvocab.train.config import TrainConfig
+
+    probe = [nn.Parameter(torch.zeros(1))]
+    return [name for name in OPTIMIZERS.names() if OPTIMIZERS.get(name)(probe, TrainConfig(), sparse=True) is not None]
 
 
 def clip_grad_norm(params: Iterable[nn.Parameter], max_norm: float) -> float:

@@ -39,6 +39,8 @@ from bigvocab.evaluate.perplexity import batch_to, perplexity
 from bigvocab.files import append_json_line, atomic_write_text, remove_stale_temporaries, strict_json
 from bigvocab.registry import SCHEDULES
 from bigvocab.train.config import RESUME_OVERRIDES, TrainConfig, resolve_device
+from bigvocab.train.curriculum import Curriculum
+from bigvocab.train.gradient_noise import add_gradient_noise
 from bigvocab.train.optimizers import build_optimizers, clip_grad_norm
 from bigvocab.train.rundir import RUN_FILES, RunLock, check_out_dir, clear_run, holds_run
 from bigvocab.train.schedules import LRSchedule, make_schedule
@@ -114,6 +116,7 @@ class Trainer:
         *,
         overwrite: bool = False,
         distributed: DistributedTraining | None = None,
+        sentence_end: int | None = None,
     ) -> None:
         self.config = config if config is not None else TrainConfig()
         self.distributed = distributed
@@ -121,6 +124,11 @@ class Trainer:
         self.device = resolve_device(self.config.device)
         self.train_ids = _check_ids("train_ids", train_ids, required=True)
         self.valid_ids = _check_ids("valid_ids", valid_ids, required=False)
+        self.curriculum = (
+            Curriculum(self.config.curriculum, self.config.curriculum_epochs, self.train_ids, sentence_end)
+            if self.config.curriculum is not None
+            else None
+        )
         # Models without a normalised distribution (the C&W ranking model) have no perplexity.
         self.can_validate = self.valid_ids is not None and model.has_distribution
         if SCHEDULES.get(self.config.lr_schedule).needs_validation and not self.can_validate:
@@ -183,6 +191,7 @@ class Trainer:
         *,
         checkpoint: dict[str, Any] | None = None,
         distributed: DistributedTraining | None = None,
+        sentence_end: int | None = None,
         **overrides: Any,
     ) -> Trainer:
         """Continue the run in ``out_dir`` from its ``last.pt``, exactly where it stopped.
@@ -203,7 +212,15 @@ class Trainer:
             config = TrainConfig.from_dict({**checkpoint["config"], **overrides})
         except KeyError:
             raise CheckpointError(f"{str(Path(out_dir) / 'last.pt')!r} holds no training state") from None
-        trainer = cls(model, train_ids, valid_ids, config, meta=checkpoint.get("meta"), distributed=distributed)
+        trainer = cls(
+            model,
+            train_ids,
+            valid_ids,
+            config,
+            meta=checkpoint.get("meta"),
+            distributed=distributed,
+            sentence_end=sentence_end,
+        )
         trainer.out_dir = Path(out_dir)
         trainer._load_state(checkpoint)
         stat = (Path(out_dir) / "last.pt").stat()
@@ -388,6 +405,9 @@ class Trainer:
         total = None
         if config.lr_schedule == "linear":
             total = self.steps_per_epoch * config.epochs
+            if self.curriculum is not None:  # its first epochs are shorter
+                grown = min(config.epochs, self.curriculum.epochs)
+                total += sum(self._count_steps(epoch) - self.steps_per_epoch for epoch in range(grown))
             total = min(total, config.max_steps) if config.max_steps else total
         return make_schedule(
             config.lr_schedule,
@@ -397,9 +417,10 @@ class Trainer:
             total_steps=max(1, total) if total is not None else None,
         )
 
-    def _count_steps(self) -> int:
-        """Batches in one training pass (the first epoch's, replayed with its own generator)."""
-        batches = self._batches(0)
+    def _count_steps(self, epoch: int | None = None) -> int:
+        """Batches in one training pass over all the data (the first epoch's, replayed with its own
+        generator), or in epoch ``epoch`` as the curriculum cuts it."""
+        batches = self._batches(0, ids=self.train_ids) if epoch is None else self._batches(epoch)
         count = sum(1 for _ in batches)
         if count == 0:
             raise DataError(self._no_batches_message())
@@ -427,7 +448,7 @@ class Trainer:
             self._resumed_rng = None
         self.model.train()
         bar = tqdm(
-            total=self.steps_per_epoch or self._num_batches(),
+            total=(self.steps_per_epoch if self._whole_epoch(self.epoch) else None) or self._num_batches(),
             initial=self.step_in_epoch,
             unit="batch",
             leave=False,
@@ -466,18 +487,27 @@ class Trainer:
             raise DataError(self._no_batches_message())
         return True
 
-    def _batches(self, epoch: int) -> Iterator[dict[str, Any]]:
+    def _epoch_ids(self, epoch: int) -> Tensor:
+        """The training ids of ``epoch``: all of them, or the curriculum's part."""
+        return self.curriculum.epoch_ids(epoch) if self.curriculum is not None else self.train_ids
+
+    def _batches(self, epoch: int, ids: Tensor | None = None) -> Iterator[dict[str, Any]]:
         """The batches of ``epoch`` this process steps on (every P-th when data parallel)."""
+        ids = self._epoch_ids(epoch) if ids is None else ids
         batches = iter(
             self.model.batches(
-                self.train_ids, self.config.batch_size, train=True, generator=epoch_generator(self.config.seed, epoch)
+                ids, self.config.batch_size, train=True, generator=epoch_generator(self.config.seed, epoch)
             )
         )
         return self.distributed.batches(batches) if self.distributed is not None else batches
 
+    def _whole_epoch(self, epoch: int) -> bool:
+        """Whether epoch ``epoch`` trains on all the data (no curriculum cuts it)."""
+        return self.curriculum is None or epoch >= self.curriculum.epochs
+
     def _num_batches(self) -> int | None:
-        """Steps in one epoch of this process when the model can count its batches without drawing them."""
-        total = self.model.num_batches(self.train_ids, self.config.batch_size)
+        """Steps in this epoch of this process when the model can count its batches without drawing them."""
+        total = self.model.num_batches(self._epoch_ids(self.epoch), self.config.batch_size)
         return self.distributed.num_batches(total) if self.distributed is not None and total is not None else total
 
     def _train_step(self, batch: dict[str, Any]) -> tuple[float, int]:
@@ -503,6 +533,8 @@ class Trainer:
             norm = clip_grad_norm(self.model.parameters(), self.config.clip_norm)
             if not math.isfinite(norm):
                 raise self._non_finite("gradient norm", batch)
+        if self.config.gradient_noise:
+            add_gradient_noise(self.model.parameters(), self.config.gradient_noise, self.step, self.config.seed)
         for optimizer in self.optimizers:
             optimizer.step()
         self.step += 1
@@ -540,7 +572,8 @@ class Trainer:
         config = self.config
         epoch_loss = self.epoch_loss_sum / max(1, self.epoch_targets)
         self.epoch += 1
-        self.steps_per_epoch = self.steps_per_epoch or self.step_in_epoch
+        if self._whole_epoch(self.epoch - 1):
+            self.steps_per_epoch = self.steps_per_epoch or self.step_in_epoch
         self.step_in_epoch, self.epoch_loss_sum, self.epoch_targets = 0, 0.0, 0
         self.window_loss_sum, self.window_targets = 0.0, 0  # a window ends with its epoch
         valid_ppl = self.evaluate(self.valid_ids) if self.can_validate else None

@@ -35,8 +35,13 @@ def engine_applies(model, config: TrainConfig) -> str | None:
         reason = "the engine runs on the CPU"
     if reason is None and (config.optimizer != "sgd" or config.lr_schedule != "linear"):
         reason = "the engine trains by SGD with the linear learning-rate schedule"
-    if reason is None and (config.max_steps or config.checkpoint_every or config.clip_norm):
-        reason = "max_steps, checkpoint_every and clip_norm act on the torch path's minibatch steps"
+    if reason is None and (
+        config.max_steps or config.checkpoint_every or config.clip_norm or config.gradient_noise or config.curriculum
+    ):
+        reason = (
+            "max_steps, checkpoint_every, clip_norm, gradient_noise and curriculum act on the torch path's "
+            "minibatch steps"
+        )
     return reason
 
 
@@ -48,7 +53,7 @@ class EngineTrainer(Trainer):
     #: The id that ends a sentence in the training ids (becomes the engine's -1), or None.
     sentence_end: int | None = None
 
-    def _count_steps(self) -> int:
+    def _count_steps(self, epoch: int | None = None) -> int:
         return 1
 
     def _stream(self) -> tuple[np.ndarray, int]:
