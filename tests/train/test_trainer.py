@@ -93,6 +93,9 @@ LEARNING_RATES = {
     "adadelta": 5.0,
     "rmsprop": 0.01,
     "adam": 0.03,
+    "adamw": 0.03,
+    "adamax": 0.03,
+    "nadam": 0.03,
     "sparse_adam": 0.03,
 }
 
