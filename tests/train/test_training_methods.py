@@ -199,3 +199,14 @@ def test_resume_mid_epoch_is_bit_exact(options, corpus, tmp_path):
     assert (tmp_path / "a" / "metrics.jsonl").read_text().count("step") == (
         tmp_path / "b" / "metrics.jsonl"
     ).read_text().count("step")
+
+
+# ------------------------------------------------------------------------------ model averaging
+def test_model_averaging_in_one_process_is_refused(corpus):
+    with pytest.raises(ConfigError, match="averages the models of several processes: run under torchrun"):
+        Trainer(BigramStub(), *corpus, config(averaging="easgd"))
+
+
+def test_unknown_model_averaging_names_the_closest():
+    with pytest.raises(ConfigError, match="unknown model averaging 'easgdd'; did you mean 'easgd'"):
+        config(averaging="easgdd")

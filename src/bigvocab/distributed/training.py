@@ -13,13 +13,20 @@ Two layouts, both under ``torchrun`` (or any launcher that sets ``RANK``/``WORLD
   (:meth:`~bigvocab.outputs.base.OutputLayer.shard_vocabulary`);
   the collectives are inside the layer, so the step needs nothing more.
 
-In both, every rank is seeded alike, rank 0 alone writes files (checkpoints, metrics, progress),
-and checkpoints hold the one-process state (model and optimiser), so ``bigvocab eval`` reads them
-in one ordinary process and a run can resume under any number of ranks.
+Data parallel runs may average models instead of gradients (:mod:`bigvocab.distributed.averaging`:
+local SGD, elastic averaging SGD): each rank then steps with its own optimiser and the ranks meet
+every few steps.
+
+In every layout every rank is seeded alike, rank 0 alone writes files (checkpoints, metrics,
+progress), and checkpoints hold the one-process state (model and optimiser; for model averaging
+the ranks' consensus, with each rank's own model and optimiser kept beside it so that the run
+resumes exactly), so ``bigvocab eval`` reads them in one ordinary process and a run can resume
+under any number of ranks.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -29,6 +36,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from bigvocab.distributed.averaging import ElasticAveraging, LocalSGD, consensus_state
 from bigvocab.distributed.checkpoint import (
     gather_optimizer_state,
     gather_state_dict,
@@ -47,6 +55,40 @@ class DistributedTraining:
 
     group: Any
     vocab_parallel: bool = False
+    averaging: LocalSGD | ElasticAveraging | None = None
+
+    def average_models(self, method: str, period: int, model: nn.Module, alpha: float | None = None) -> None:
+        """Average models, not gradients: ``"local-sgd"`` or ``"easgd"`` every ``period`` steps
+        (after :meth:`prepare`, so every rank starts from the same weights)."""
+        if self.vocab_parallel:
+            raise ConfigError(f"{method} averages whole models; it cannot run with a vocabulary-parallel output layer")
+        if method == "local-sgd":
+            self.averaging = LocalSGD(period, self.group)
+        elif method == "easgd":
+            self.averaging = ElasticAveraging(period, model, alpha, self.group)
+        else:
+            raise ConfigError(f"unknown model averaging {method!r} (valid: local-sgd, easgd)")
+
+    @contextlib.contextmanager
+    def consensus_weights(self, model: nn.Module) -> Iterator[None]:
+        """Within: ``model`` holds the ranks' consensus (model averaging), then its own weights again."""
+        assert self.averaging is not None
+        own = [p.detach().clone() for p in model.parameters()]
+        values = self.averaging.consensus(model)
+        with torch.no_grad():
+            for param, value in zip(model.parameters(), values):
+                param.copy_(value)
+        try:
+            yield
+        finally:
+            with torch.no_grad():
+                for param, saved in zip(model.parameters(), own):
+                    param.copy_(saved)
+
+    def after_step(self, model: nn.Module, step: int) -> None:
+        """Model averaging's communication, on the steps it is due."""
+        if self.averaging is not None:
+            self.averaging.after_step(model, step)
 
     @classmethod
     def from_environment(cls, *, vocab_parallel: bool, device: torch.device) -> DistributedTraining | None:
@@ -98,7 +140,7 @@ class DistributedTraining:
         return total if self.vocab_parallel else total // self.world_size
 
     def reduce_gradients(self, model: nn.Module) -> None:
-        if not self.vocab_parallel:
+        if not self.vocab_parallel and self.averaging is None:
             average_gradients(model.parameters(), self.group)
 
     def mean(self, value: float, device: torch.device) -> float:
@@ -136,7 +178,38 @@ class DistributedTraining:
         """The one-process state dict, on the writing rank (None elsewhere); every rank calls it."""
         if self.vocab_parallel:
             return gather_state_dict(model, dst=0)
+        if self.averaging is not None:
+            values = self.averaging.consensus(model)  # local SGD: a collective
+            return consensus_state(model, values) if self.writes else None
         return model.state_dict() if self.writes else None
+
+    def replica_states(self, model: nn.Module, optimizers: list[torch.optim.Optimizer]) -> dict[str, Any] | None:
+        """Under model averaging: every rank's own model and optimisers, and the averaging's state,
+        gathered on the writing rank (None elsewhere, and without model averaging)."""
+        if self.averaging is None:
+            return None
+        own = {"model": model.state_dict(), "optimizers": [o.state_dict() for o in optimizers]}
+        gathered: list[Any] | None = [None] * self.world_size if self.writes else None
+        dist.gather_object(own, gathered, dst=0, group=self.group)
+        return {"ranks": gathered, "averaging": self.averaging.state_dict()} if self.writes else None
+
+    def load_replica(
+        self, model: nn.Module, optimizers: list[torch.optim.Optimizer], replicas: dict[str, Any] | None
+    ) -> bool:
+        """This rank's own model and optimisers from :meth:`replica_states`' record; False (every
+        rank then goes on from the consensus) when the run had another number of ranks."""
+        if self.averaging is None:
+            return False
+        if replicas is None or len(replicas["ranks"]) != self.world_size:
+            if isinstance(self.averaging, ElasticAveraging):  # the centre restarts at the consensus
+                self.averaging.centre = [p.detach().clone() for p in model.parameters()]
+            return False
+        own = replicas["ranks"][self.rank]
+        model.load_state_dict(own["model"])
+        for optimizer, state in zip(optimizers, own["optimizers"]):
+            optimizer.load_state_dict(state)
+        self.averaging.load_state_dict(replicas["averaging"])
+        return True
 
     def optimizer_state(self, optimizer: torch.optim.Optimizer, model: nn.Module) -> dict[str, Any] | None:
         if self.vocab_parallel:

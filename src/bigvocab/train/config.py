@@ -13,6 +13,10 @@ from bigvocab.errors import ConfigError
 from bigvocab.registry import CURRICULA, OPTIMIZERS, SCHEDULES, unknown_name_message
 from bigvocab.validation import check_nonnegative_int, check_positive_float, check_positive_int
 
+#: How data-parallel ranks combine their work: average gradients every step (one process on the
+#: global batch), or models every ``average_every`` steps (:mod:`bigvocab.distributed.averaging`).
+AVERAGING = ("gradients", "local-sgd", "easgd")
+
 #: Options that may change when a run is resumed; the rest define the run and stay as they were.
 RESUME_OVERRIDES = ("epochs", "max_steps", "progress", "log_every", "device", "patience", "checkpoint_every")
 
@@ -35,6 +39,9 @@ class TrainConfig:
     gradient_noise: float = 0.0  # η of annealed Gaussian gradient noise, variance η / (1 + t)^0.55 (0: none)
     curriculum: str | None = None  # a curriculum measure (frequency, length): easy units first, growing
     curriculum_epochs: int = 2  # epochs over which the curriculum grows to the whole corpus
+    averaging: str = "gradients"  # under torchrun (data parallel): gradients, local-sgd or easgd
+    average_every: int = 8  # local-sgd, easgd: steps between model averagings
+    elastic_alpha: float | None = None  # easgd: the moving rate α (default 0.9 / processes)
     patience: int | None = 3  # stop after this many epochs without a better valid perplexity
     seed: int = 0  # seeds the shuffling of every epoch and the global RNGs at the start
     device: str = "cpu"  # "cpu", "cuda", "cuda:1", ...
@@ -79,6 +86,11 @@ class TrainConfig:
         check_nonnegative_int("seed", self.seed)
         check_positive_int("log_every", self.log_every)
         check_positive_int("curriculum_epochs", self.curriculum_epochs)
+        if self.averaging not in AVERAGING:
+            raise ConfigError(unknown_name_message("model averaging", str(self.averaging), list(AVERAGING)))
+        check_positive_int("average_every", self.average_every)
+        if self.elastic_alpha is not None:
+            check_positive_float("elastic_alpha", self.elastic_alpha)
         resolve_device(self.device, check_available=False)
 
     @classmethod

@@ -150,6 +150,15 @@ class Trainer:
                     "norm spans the ranks); train without clip_norm"
                 )
             distributed.prepare(self.model)
+            if self.config.averaging != "gradients":
+                distributed.average_models(
+                    self.config.averaging, self.config.average_every, self.model, self.config.elastic_alpha
+                )
+        elif self.config.averaging != "gradients":
+            raise ConfigError(
+                f"averaging={self.config.averaging!r} averages the models of several processes: run under torchrun "
+                "(e.g. torchrun --standalone --nproc_per_node 2 -m bigvocab.cli train ...)"
+            )
         self.optimizers, self._dense_params = build_optimizers(self.model, self.config)
         declared = self.model.sparse_parameters()
         self._undeclared = {id(p) for p in self._dense_params} - {id(p) for p in declared}
@@ -252,6 +261,8 @@ class Trainer:
             # recomputed, so that a run resumed with a larger patience (or none) goes on
             self.stopped_early = self.config.patience is not None and self.bad_epochs >= self.config.patience
             self.history, self.elapsed = list(trainer["history"]), trainer["elapsed"]
+            if self.distributed is not None:
+                self.distributed.load_replica(self.model, self.optimizers, checkpoint.get("replicas"))
             self._resumed_rng = checkpoint["rng"]
             self.schedule = self._make_schedule()
             self.schedule.load_state_dict(checkpoint["schedule"])
@@ -287,8 +298,12 @@ class Trainer:
             self.distributed.load_model_state(self.model, state)
 
     def evaluate(self, ids: Tensor) -> float:
-        """Exact perplexity of the current model on ``ids``."""
-        return perplexity(self.model, ids, self.config.batch_size)
+        """Exact perplexity of the current model on ``ids`` (under model averaging, of the ranks'
+        consensus, the same on every rank; every rank calls it then)."""
+        if self.distributed is None or self.distributed.averaging is None:
+            return perplexity(self.model, ids, self.config.batch_size)
+        with self.distributed.consensus_weights(self.model):
+            return perplexity(self.model, ids, self.config.batch_size)
 
     def result(self) -> dict[str, Any]:
         """Where the run stands: history, best validation perplexity, paths, counts."""
@@ -538,6 +553,8 @@ class Trainer:
         for optimizer in self.optimizers:
             optimizer.step()
         self.step += 1
+        if self.distributed is not None:
+            self.distributed.after_step(self.model, self.step)
         self.step_in_epoch += 1
         self.tokens += targets
         self.epoch_loss_sum += value * targets
@@ -704,15 +721,24 @@ class Trainer:
             optimizer_states = [
                 self.distributed.optimizer_state(optimizer, self.model) for optimizer in self.optimizers
             ]
+        replicas = self.distributed.replica_states(self.model, self.optimizers) if self.distributed else None
         if self._writes:
-            self._write_checkpoint(name, model_state, optimizer_states)
+            self._write_checkpoint(name, model_state, optimizer_states, replicas)
         if self.distributed is not None:  # no rank goes on (to read it, to resume) before the file exists
             self.distributed.barrier()
 
-    def _write_checkpoint(self, name: str, model_state: dict[str, Any], optimizer_states: list[dict[str, Any]]) -> None:
+    def _write_checkpoint(
+        self,
+        name: str,
+        model_state: dict[str, Any],
+        optimizer_states: list[dict[str, Any]],
+        replicas: dict[str, Any] | None = None,
+    ) -> None:
+        extra = {"replicas": replicas} if replicas is not None else {}
         save_checkpoint(
             self.out_dir / name,
             {
+                **extra,
                 "model": model_state,
                 "optimizers": optimizer_states,
                 "schedule": self.schedule.state_dict(),
