@@ -35,7 +35,7 @@ from bigvocab.declarations import Option, merged_help
 from bigvocab.errors import BigvocabError, ConfigError, TrainingInterrupted
 from bigvocab.files import write_json
 from bigvocab.outputs.base import SIDE_INPUTS
-from bigvocab.outputs.factory import output_variants, reference_output, side_input_readers
+from bigvocab.outputs.factory import output_variants, side_input_readers
 from bigvocab.registry import MODELS, OPTIMIZERS, OUTPUTS, SCHEDULES, SIDE_LOADERS
 
 EXIT_ERROR = 2
@@ -153,7 +153,9 @@ TEXT_TYPES: dict[type, Callable[[str], Any]] = {
 
 
 # ---------------------------------------------------------------------------------- generated flags
-def add_declared_flags(group, prefix: str, owners: Mapping[str, tuple[Mapping[str, Option], Mapping[str, str]]]) -> None:
+def add_declared_flags(
+    group, prefix: str, owners: Mapping[str, tuple[Mapping[str, Option], Mapping[str, str]]]
+) -> None:
     """One flag for each option the ``owners`` declare (owner name -> (its options, its
     :attr:`flag_aliases`)) whose kind of value can be written as text: ``--num-samples`` for
     ``num_samples``, dest ``prefix + name``, the declared aliases as other spellings, the help of
@@ -197,7 +199,7 @@ def model_owners() -> dict[str, tuple[Mapping[str, Option], Mapping[str, str]]]:
 def output_owners() -> dict[str, tuple[Mapping[str, Option], Mapping[str, str]]]:
     """Every registered output layer's options, side inputs left out (``--side`` gives them),
     and its flag aliases, by name."""
-    owners = {}
+    owners: dict[str, tuple[Mapping[str, Option], Mapping[str, str]]] = {}
     for name in OUTPUTS.names():
         layer = OUTPUTS.get(name)
         options = {key: option for key, option in layer.declared_options().items() if key not in SIDE_INPUTS}
@@ -207,7 +209,11 @@ def output_owners() -> dict[str, tuple[Mapping[str, Option], Mapping[str, str]]]
 
 def declared_values(args: argparse.Namespace, prefix: str) -> dict[str, Any]:
     """The options of the generated flags under ``prefix`` that were given, by option name."""
-    return {dest[len(prefix) :]: value for dest, value in vars(args).items() if dest.startswith(prefix) and value is not None}
+    return {
+        dest[len(prefix) :]: value
+        for dest, value in vars(args).items()
+        if dest.startswith(prefix) and value is not None
+    }
 
 
 def _output_help() -> str:
@@ -226,7 +232,10 @@ def _side_help() -> str:
         for kind in SIDE_LOADERS.names()
     ]
     given = " and ".join(VOCABULARY_SIDE_INPUTS)
-    return f"a side input of the output layer from outside the corpus (repeatable; {given} come from the corpus): " + "; ".join(kinds)
+    return (
+        f"a side input of the output layer from outside the corpus (repeatable; {given} come from the corpus): "
+        + "; ".join(kinds)
+    )
 
 
 def _train_examples() -> str:
@@ -239,7 +248,9 @@ def _train_examples() -> str:
     if forms:
         name, options = forms[0]
         flags = " ".join(f"{_flag(key)} {value}" for key, value in options.items())
-        lines.append(f"bigvocab train --model {first} --output {name} {flags} --corpus brown-bengio:data/brown --out runs/y")
+        lines.append(
+            f"bigvocab train --model {first} --output {name} {flags} --corpus brown-bengio:data/brown --out runs/y"
+        )
     by_defaults: dict[str, list[str]] = {}
     for model in MODELS.names():
         by_defaults.setdefault(_defaults_text(model), []).append(model)
@@ -267,10 +278,11 @@ def _defaults_text(model: str) -> str:
 
 
 def _bench_examples() -> str:
-    layered = next((name for _, name, options in output_variants() if options), reference_output())
+    from bigvocab.bench.options import example_patterns
+
     return (
         "examples:\n  bigvocab bench --quick\n"
-        f"  bigvocab bench --outputs '{reference_output()},{layered}*' --vocab-sizes 10k,100k --out bench-out\n"
+        f"  bigvocab bench --outputs '{example_patterns()}' --vocab-sizes 10k,100k --out bench-out\n"
         "  bigvocab bench --full --brown data/brown\n"
         "  bigvocab bench --full --brown data/brown --resume   (continue that run in bench-out/ after a kill)\n"
     )
@@ -343,7 +355,9 @@ def build_parser() -> Parser:
     group = train.add_argument_group("corpus")
     group.add_argument("--corpus", metavar="SPEC", help="corpus spec (default synthetic; see 'bigvocab list')")
     group.add_argument("--min-count", type=positive_int, metavar="N", help="rarer training words become <unk>")
-    group.add_argument("--max-vocab", dest="max_size", type=positive_int, metavar="N", help="bound on the vocabulary size")
+    group.add_argument(
+        "--max-vocab", dest="max_size", type=positive_int, metavar="N", help="bound on the vocabulary size"
+    )
 
     defaults = TrainConfig()
     group = train.add_argument_group("training")
@@ -429,8 +443,9 @@ def build_parser() -> Parser:
     evaluate.add_argument(
         "--log-normaliser",
         action="store_true",
-        help="also the mean and spread of log Z over the split (full, sampling and "
-        "self-normalising layers): how self-normalised the model is",
+        help="also the mean and spread of log Z over the split, for a layer with a single normaliser ("
+        + ", ".join(name for name in OUTPUTS.names() if hasattr(OUTPUTS.get(name), "log_normaliser"))
+        + "): how self-normalised the model is",
     )
     evaluate.add_argument("--analogy", metavar="FILE", help="questions-words file: 3CosAdd accuracy")
     evaluate.add_argument(
@@ -581,8 +596,6 @@ def _resume_overrides(args: argparse.Namespace, checkpoint: dict[str, Any]) -> d
     value the run already has; any other value is refused."""
     stored = _stored_values(checkpoint)
     given = _given_run_options(args)
-    if given.get("patience", ("", None))[1] == 0:
-        given["patience"] = (given["patience"][0], None)
     changed = [flag for dest, (flag, value) in given.items() if value != stored.get(dest)]
     if changed:
         allowed = ", ".join(args.flag_of[name] for name in RESUMABLE)

@@ -159,7 +159,9 @@ def dataclass_options(config_class: type) -> dict[str, Option]:
             default = field.default_factory()
         else:
             default = REQUIRED
-        options[field.name] = Option(field.name, text_kind(hints.get(field.name, Any)), default, comments.get(field.name, ""))
+        options[field.name] = Option(
+            field.name, text_kind(hints.get(field.name, Any)), default, comments.get(field.name, "")
+        )
     return options
 
 

@@ -49,6 +49,11 @@ class Registry(Generic[T]):
 
         return decorate
 
+    def unregister(self, name: str) -> None:
+        """Remove ``name`` (an entry registered for a while, as a test's throwaway layer)."""
+        self.get(name)  # an unknown name names the valid ones
+        del self._factories[name]
+
     def names(self) -> list[str]:
         """The registered names in registration order."""
         return list(self._factories)

@@ -34,6 +34,7 @@ from bigvocab.distributed.training import DistributedTraining
 from bigvocab.errors import ConfigError, DataError
 from bigvocab.evaluate import vectors  # noqa: F401  (registers the word-vector side input)
 from bigvocab.evaluate.perplexity import perplexity
+from bigvocab.outputs.base import OutputLayer
 from bigvocab.outputs.factory import side_input_readers
 from bigvocab.registry import MODELS, OUTPUTS, SIDE_LOADERS
 from bigvocab.train.config import RESUME_OVERRIDES, TrainConfig
@@ -89,13 +90,14 @@ def new_run(
     side = dict(side or {})
     # the model's options and the side inputs are checked before a long corpus read
     model_class.make_config(**model_kwargs)
-    check_side_inputs(model, output, dict(output_kwargs or {}), side, spelling)
+    output_kwargs = dict(output_kwargs or {})
+    check_side_inputs(model, output, output_kwargs, side, spelling)
     data = load_corpus(corpus, min_count=min_count, max_size=max_size, progress=progress)
     meta = {
         "model": model,
         "output": output,
         "model_kwargs": model_kwargs,
-        "output_kwargs": dict(output_kwargs or {}),
+        "output_kwargs": output_kwargs,
         "corpus": portable_spec(corpus),
         "corpus_fingerprint": corpus_fingerprint(corpus),
         "corpus_options": {"min_count": min_count, "max_size": max_size},
@@ -106,7 +108,7 @@ def new_run(
     built, _ = build_from_meta(meta, side=loaded)
     if side:
         meta["side"] = {kind: str(Path(path).resolve()) for kind, path in side.items()}
-        meta["output_kwargs"] = _recorded_options(built.output, output, meta["output_kwargs"], side)
+        meta["output_kwargs"] = _recorded_options(built.output, output_kwargs, side)
     chosen = _trainer_class(built, config, workers, spelling, distributed)
     trainer = chosen(
         built,
@@ -173,14 +175,15 @@ def check_side_inputs(
         )
 
 
-def _recorded_options(layer, output: str, options: dict[str, Any], side: Mapping[str, Any]) -> dict[str, Any]:
+def _recorded_options(layer: OutputLayer, options: dict[str, Any], side: Mapping[str, Any]) -> dict[str, Any]:
     """``layer``'s options as a run records them: rebuilt without the ``side`` inputs, which a
     checkpoint does not carry."""
     rebuilt = layer.rebuild_options(options)
-    still = OUTPUTS.get(output).side_inputs(rebuilt) & set(side)
+    still = type(layer).side_inputs(rebuilt) & set(side)
     if still:
+        name = getattr(type(layer), "registered_name", type(layer).__name__)
         raise ConfigError(
-            f"output layer {output!r} cannot be recorded without its {', '.join(sorted(still))} "
+            f"output layer {name!r} cannot be recorded without its {', '.join(sorted(still))} "
             "(its rebuild_options keeps reading them), so its runs could not be evaluated or resumed"
         )
     return rebuilt
