@@ -238,22 +238,23 @@ def _side_help() -> str:
     )
 
 
-def _train_examples() -> str:
+def _train_examples(flag_of: Mapping[str, str]) -> str:
     """The examples of ``bigvocab train --help``, made of what the registries declare: the first
     model with an output layer, the first layer with declared forms and one of its forms, and the
-    defaults of the models that declare their own (models with the same defaults on one line)."""
+    defaults of the models that declare their own (models with the same defaults on one line).
+    ``flag_of``: dest -> flag of the train parser."""
     first = next(name for name in MODELS.names() if MODELS.get(name).has_distribution)
     lines = [f"bigvocab train --model {first} --corpus synthetic:vocab_size=2000,tokens=200000 --epochs 5 --out runs/x"]
     forms = [(name, options) for _, name, options in output_variants() if options]
     if forms:
         name, options = forms[0]
-        flags = " ".join(f"{_flag(key)} {value}" for key, value in options.items())
+        flags = " ".join(_given_as(flag_of, OUTPUT_DEST + key, value) for key, value in options.items())
         lines.append(
             f"bigvocab train --model {first} --output {name} {flags} --corpus brown-bengio:data/brown --out runs/y"
         )
     by_defaults: dict[str, list[str]] = {}
     for model in MODELS.names():
-        by_defaults.setdefault(_defaults_text(model), []).append(model)
+        by_defaults.setdefault(_defaults_text(model, flag_of), []).append(model)
     for shown, models in by_defaults.items():
         if shown:
             lines.append(f"bigvocab train --model {models[0]} --corpus text8:data/text8 --out runs/{models[0]}")
@@ -262,19 +263,27 @@ def _train_examples() -> str:
     return "examples:\n" + "".join(f"  {line}\n" for line in lines)
 
 
-def _defaults_text(model: str) -> str:
+def _defaults_text(model: str, flag_of: Mapping[str, str]) -> str:
     """The flags of ``model``'s own run and output-layer defaults ('' when it has none)."""
     model_class = MODELS.get(model)
     defaults = model_class.run_defaults()
     if set(defaults) <= {"output"}:
         return ""
-    shown = " ".join(f"{_flag(key)} {value}" for key, value in defaults.items())
+    shown = " ".join(_given_as(flag_of, key, value) for key, value in defaults.items())
     for name in OUTPUTS.names():
         options = model_class.output_defaults(name)
         if options:
             given = " ".join(f"--output-opt {key}={str(value).lower()}" for key, value in options.items())
             shown += f", and for --output {name} {given}"
     return shown
+
+
+def _given_as(flag_of: Mapping[str, str], dest: str, value: Any) -> str:
+    """How the value of ``dest`` is written on the command line (``--tree huffman``, ``--shared``)."""
+    flag = flag_of[dest]
+    if isinstance(value, bool):
+        return flag if value else "--no-" + flag.removeprefix("--")
+    return f"{flag} {value}"
 
 
 def _bench_examples() -> str:
@@ -319,7 +328,7 @@ def build_parser() -> Parser:
     train = command(
         "train",
         "train a model and report its exact test perplexity",
-        _train_examples(),
+        "",  # the examples, once every flag exists
         run_train,
         usage="bigvocab train --model NAME --out DIR [options]\n"
         "       bigvocab train --out DIR --resume [--epochs N ...]",
@@ -431,7 +440,9 @@ def build_parser() -> Parser:
     # after every other flag, so that a model or layer option whose name is taken gets a prefix
     add_declared_flags(model_group, MODEL_DEST, model_owners())
     add_declared_flags(output_group, OUTPUT_DEST, output_owners())
-    train.set_defaults(flag_of={dest: action.option_strings[0] for dest, action in _flag_actions(train).items()})
+    flag_of = {dest: action.option_strings[0] for dest, action in _flag_actions(train).items()}
+    train.set_defaults(flag_of=flag_of)
+    train.epilog = _train_examples(flag_of)
 
     evaluate = command("eval", "exact perplexity of a checkpoint, and word-vector benchmarks", EVAL_EXAMPLES, run_eval)
     evaluate.add_argument("--checkpoint", required=True, metavar="PATH", help="a best.pt or last.pt")
