@@ -47,9 +47,6 @@ LIST_COLUMN = 14
 MODEL_DEST, OUTPUT_DEST = "model.", "output."
 #: Dests of the corpus flags: load_corpus's keywords, stored in a run's ``corpus_options``.
 CORPUS_OPTIONS = ("min_count", "max_size")
-#: Dests of the training flags given with --resume that do not describe the run (see
-#: bigvocab.train.RESUME_OVERRIDES; ``progress`` is --no-progress).
-RESUMABLE = ("epochs", "max_steps", "device", "log_every", "patience", "checkpoint_every")
 #: Metavar of a generated flag, by the kind of value its option takes (bigvocab.declarations).
 METAVARS: dict[type, str] = {int: "N", float: "X", str: "NAME", list: "LIST", object: "VALUE"}
 
@@ -546,6 +543,14 @@ def _train_options(args: argparse.Namespace) -> list[str]:
     return [field.name for field in dataclasses.fields(TrainConfig) if field.name in args.flag_of]
 
 
+def _resumable(args: argparse.Namespace) -> list[str]:
+    """The dests of the training flags that may change on --resume (bigvocab.train.RESUME_OVERRIDES
+    that have a flag; ``progress`` is --no-progress's)."""
+    from bigvocab.train.config import RESUME_OVERRIDES
+
+    return [name for name in RESUME_OVERRIDES if name in args.flag_of]
+
+
 def _train_config(args: argparse.Namespace, needs_output: bool):
     from bigvocab.train import TrainConfig
 
@@ -595,7 +600,7 @@ def _given_run_options(args: argparse.Namespace) -> dict[str, tuple[str, Any]]:
         if dest in (*_train_options(args), "model", "output", *CORPUS_OPTIONS)
         or dest.startswith((MODEL_DEST, OUTPUT_DEST))
     }
-    given = {dest: pair for dest, pair in given.items() if pair[1] is not None and dest not in RESUMABLE}
+    given = {dest: pair for dest, pair in given.items() if pair[1] is not None and dest not in _resumable(args)}
     given.update({MODEL_DEST + key: (f"--model-opt {key}", value) for key, value in args.model_opt})
     given.update({OUTPUT_DEST + key: (f"--output-opt {key}", value) for key, value in args.output_opt})
     given.update({f"side.{kind}": (f"--side {kind}", str(Path(path).resolve())) for kind, path in args.side})
@@ -609,12 +614,12 @@ def _resume_overrides(args: argparse.Namespace, checkpoint: dict[str, Any]) -> d
     given = _given_run_options(args)
     changed = [flag for dest, (flag, value) in given.items() if value != stored.get(dest)]
     if changed:
-        allowed = ", ".join(args.flag_of[name] for name in RESUMABLE)
+        allowed = ", ".join(args.flag_of[name] for name in _resumable(args))
         raise ConfigError(
             f"--resume continues the stored run; {', '.join(changed)} cannot change (only {allowed}, "
             "--no-progress; --corpus may name the same files in another place)"
         )
-    overrides = _given(args, RESUMABLE)
+    overrides = _given(args, _resumable(args))
     if overrides.get("patience") == 0:
         overrides["patience"] = None
     return {**overrides, "progress": not args.no_progress}
