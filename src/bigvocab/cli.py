@@ -483,7 +483,7 @@ def build_parser() -> Parser:
     command(
         "bench",
         "benchmark every output layer on this machine (see 'bigvocab bench --help')",
-        _bench_examples(),
+        "",  # bench's own parser shows the examples (run_bench_command)
         run_bench_command,
         add_help=False,
     )

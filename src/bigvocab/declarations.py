@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import linecache
 import re
 import types
 import typing
@@ -166,14 +167,10 @@ def dataclass_options(config_class: type) -> dict[str, Option]:
 
 
 def _field_comments(owner: type) -> dict[str, str]:
-    """name -> the ``#:`` comment block right above ``name: ...`` in ``owner``'s own source."""
-    try:
-        source = inspect.getsource(owner)
-    except (OSError, TypeError):  # no source (a frozen application): the options still work, unexplained
-        return {}
+    """name -> the ``#:`` comment block right above ``name: ...`` in the body of ``owner``."""
     comments: dict[str, str] = {}
     block: list[str] = []
-    for line in source.splitlines():
+    for line in _class_body(owner):
         stripped = line.strip()
         if stripped.startswith("#:"):
             block.append(stripped[2:].strip())
@@ -183,6 +180,27 @@ def _field_comments(owner: type) -> dict[str, str]:
             comments[field.group(1)] = plain_summary(" ".join(block))
         block = []
     return comments
+
+
+def _class_body(owner: type) -> list[str]:
+    """The source lines of the class statement of ``owner`` (found by name in its module's file,
+    which :func:`inspect.getsource` would parse whole); none when the source is not at hand."""
+    try:
+        path = inspect.getsourcefile(owner)
+    except TypeError:
+        return []
+    lines = linecache.getlines(path) if path else []
+    header = re.compile(rf"(\s*)class {re.escape(owner.__name__)}\b")
+    for start, line in enumerate(lines):
+        match = header.match(line)
+        if match is None:
+            continue
+        indent = len(match.group(1))
+        end = start + 1
+        while end < len(lines) and (not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > indent):
+            end += 1
+        return lines[start:end]
+    return []
 
 
 def merged_help(helps: Mapping[str, str]) -> str:
