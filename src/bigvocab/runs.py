@@ -156,22 +156,27 @@ def check_side_inputs(
     for kind in side:
         SIDE_LOADERS.get(kind)  # an unknown kind names the valid ones
     if output is None:
-        for kind in side:
-            raise ConfigError(f"{spelling['side'].format(kind=kind)}: model {model!r} has no output layer to read it")
+        if side:
+            given = spelling["side"].format(kind=next(iter(side)))
+            raise ConfigError(f"{given}: model {model!r} has no output layer to read it")
         return
     layer = f"output layer {output!r}" + "".join(
         f"{' with' if i == 0 else ','} {key}={value!r}" for i, (key, value) in enumerate(output_kwargs.items())
     )
     reads = OUTPUTS.get(output).side_inputs(output_kwargs)
-    for kind in sorted(set(side) - reads):
+    unread = sorted(set(side) - reads)
+    if unread:
+        kind = unread[0]
         readers = ", ".join(side_input_readers(kind)) or "none"
         raise ConfigError(
             f"{spelling['side'].format(kind=kind)}: {layer} does not read {kind} (the layers that do: {readers})"
         )
-    for kind in sorted(reads - set(VOCABULARY_SIDE_INPUTS) - set(side)):
+    missing = sorted(reads - set(VOCABULARY_SIDE_INPUTS) - set(side))
+    if missing:
+        kind = missing[0]
         raise ConfigError(
-            f"{layer} reads {kind}, which the corpus does not give: pass {spelling['side'].format(kind=kind)}, "
-            + (SIDE_LOADERS.describe(kind) if kind in SIDE_LOADERS else "though no loader is registered for it")
+            f"{layer} reads {kind}, which the corpus does not give: pass {spelling['side'].format(kind=kind)}: "
+            + (SIDE_LOADERS.describe(kind).lower() if kind in SIDE_LOADERS else "no loader is registered for it")
         )
 
 

@@ -173,8 +173,8 @@ def load_word2vec_format(path: PathLike, binary: bool = False) -> WordVectors:
 
 @SIDE_LOADERS.register("vectors")
 def vectors_for_vocabulary(path: PathLike, vocab: Vocab) -> Tensor:
-    """(V, D) word vectors over the run's vocabulary, from a ``bigvocab train`` checkpoint
-    (``.pt``) or a word2vec file (``.bin`` binary, else text).
+    """Word vectors over the run's vocabulary, a (V, D) tensor, from a ``bigvocab train``
+    checkpoint (``.pt``) or a word2vec file (``.bin`` binary, else text).
 
     A word without a vector gets the mean vector, with a warning that counts them."""
     vectors, missing = load_word_vectors(path).aligned_to(vocab.words)
