@@ -176,8 +176,12 @@ def check_side_inputs(
         kind = missing[0]
         raise ConfigError(
             f"{layer} reads {kind}, which the corpus does not give: pass {spelling['side'].format(kind=kind)}: "
-            + (SIDE_LOADERS.describe(kind).lower() if kind in SIDE_LOADERS else "no loader is registered for it")
+            + (_lower_first(SIDE_LOADERS.describe(kind)) if kind in SIDE_LOADERS else "no loader is registered for it")
         )
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
 
 
 def _recorded_options(layer: OutputLayer, options: dict[str, Any], side: Mapping[str, Any]) -> dict[str, Any]:
