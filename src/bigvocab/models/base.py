@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import torch
 from torch import Tensor, nn
@@ -50,6 +50,8 @@ class WordModel(nn.Module):
     has_distribution: ClassVar[bool] = False
     #: True when the constructor takes the training frequencies as ``counts=``.
     uses_counts: ClassVar[bool] = False
+    #: The input embedding, set by each subclass.
+    embedding: nn.Embedding
 
     def __init__(self, vocab_size: int, **options: Any) -> None:
         super().__init__()
@@ -101,7 +103,7 @@ class WordModel(nn.Module):
         found: dict[int, nn.Parameter] = {}
         for module in self.modules():
             if isinstance(module, nn.Embedding) and module.sparse:
-                found[id(module.weight)] = module.weight
+                found[id(module.weight)] = cast(nn.Parameter, module.weight)  # nn.Embedding types it a Tensor
         return list(found.values())
 
 

@@ -102,7 +102,8 @@ def word2vec_defaults() -> dict[str, Any]:
 
 def word2vec_output_options(output: str) -> dict[str, Any]:
     """word2vec's options for the registered output layer ``output`` (empty for most layers)."""
-    return dict(WORD2VEC_KIND_OPTIONS.get(engine_kind_of(output), {}))
+    kind = engine_kind_of(output)
+    return dict(WORD2VEC_KIND_OPTIONS.get(kind, {})) if kind is not None else {}
 
 
 @dataclass
@@ -159,6 +160,8 @@ class Word2Vec(LanguageModel):
     """
 
     uses_counts = True
+    #: Buffer: each word's probability of being kept by subsampling (V,), None when ``sample=0``.
+    keep_prob: Tensor | None
 
     def __init__(self, vocab_size: int, output, *, counts: Sequence[int] | Tensor | None = None, **options) -> None:
         super().__init__(vocab_size, output, **options)
