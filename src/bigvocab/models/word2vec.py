@@ -77,7 +77,7 @@ CENTRES_PER_CHUNK = 1 << 14
 #: min_count=5, and no early stopping (the linear schedule assumes the whole run; word2vec keeps
 #: the last vectors). Names are those of ``TrainConfig`` / the CLI; patience 0 is "never".
 WORD2VEC_MODELS = ("skipgram", "cbow")
-WORD2VEC_DEFAULTS = {
+WORD2VEC_DEFAULTS: dict[str, Any] = {
     "lr": 0.025,
     "lr_schedule": "linear",
     "min_lr": 1e-4,
