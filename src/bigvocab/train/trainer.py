@@ -36,7 +36,7 @@ from bigvocab.checkpoint import load_checkpoint, save_checkpoint
 from bigvocab.distributed.training import DistributedTraining
 from bigvocab.errors import CheckpointError, ConfigError, DataError, NonFiniteError, TrainingInterrupted
 from bigvocab.evaluate.perplexity import batch_to, perplexity
-from bigvocab.files import append_json_line, atomic_write_text, remove_stale_temporaries, strict_json
+from bigvocab.files import PathLike, append_json_line, atomic_write_text, remove_stale_temporaries, strict_json
 from bigvocab.registry import SCHEDULES
 from bigvocab.train.config import RESUME_OVERRIDES, TrainConfig, resolve_device
 from bigvocab.train.optimizers import build_optimizers, clip_grad_norm
@@ -116,7 +116,7 @@ class Trainer:
         train_ids: Tensor,
         valid_ids: Tensor | None = None,
         config: TrainConfig | None = None,
-        out_dir: str | Path | None = None,
+        out_dir: PathLike | None = None,
         meta: dict[str, Any] | None = None,
         *,
         overwrite: bool = False,
@@ -179,7 +179,7 @@ class Trainer:
     @classmethod
     def resume(
         cls,
-        out_dir: str | Path,
+        out_dir: PathLike,
         model: WordModel,
         train_ids: Tensor,
         valid_ids: Tensor | None = None,
