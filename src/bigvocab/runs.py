@@ -84,7 +84,7 @@ def new_run(
     model_kwargs = dict(model_kwargs or {})
     model_class.make_config(**model_kwargs)  # checks the model options before a long corpus read
     data = load_corpus(corpus, min_count=min_count, max_size=max_size, progress=progress)
-    meta = {
+    meta: dict[str, Any] = {
         "model": model,
         "output": output,
         "model_kwargs": model_kwargs,
