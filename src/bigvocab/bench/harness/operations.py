@@ -196,5 +196,6 @@ class FittedTopk:
         return self.fitted if self.fitted is not None else self.fit()
 
     def __call__(self) -> tuple[Tensor, Tensor]:
+        fitted = self.fitted_layer()  # fitting trains: outside no_grad
         with torch.no_grad():
-            return self.fitted_layer().topk(self.workload.eval_hidden, TOPK)
+            return fitted.topk(self.workload.eval_hidden, TOPK)
