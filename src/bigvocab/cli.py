@@ -71,7 +71,7 @@ class UsageError(Exception):
 
 
 class Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):
         raise UsageError(message)
 
 
@@ -787,10 +787,10 @@ def run_eval(args: argparse.Namespace, extra: Sequence[str]) -> int:
                 f"{searched:,} most frequent of {len(vectors):,} words)"
             )
         for path, pairs in pair_files:
-            result = evaluate_similarity(vectors, pairs)
+            similarity = evaluate_similarity(vectors, pairs)
             print(
-                f"similarity {Path(path).name}: spearman {_share(result.spearman)} "
-                f"({result.pairs:,} pairs, {result.skipped:,} skipped)"
+                f"similarity {Path(path).name}: spearman {_share(similarity.spearman)} "
+                f"({similarity.pairs:,} pairs, {similarity.skipped:,} skipped)"
             )
     return 0
 

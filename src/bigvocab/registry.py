@@ -23,24 +23,28 @@ import difflib
 import inspect
 import re
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from bigvocab.errors import ConfigError, UnknownNameError
 
-T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-class Registry(Generic[T]):
-    """A mapping from names to factories, with helpful errors on unknown names."""
+class Registry:
+    """A mapping from names to factories, with helpful errors on unknown names.
+
+    Entries are typed ``Any``: their classes live in the packages above this module, which it
+    must not import."""
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
-        self._factories: dict[str, Callable[..., T]] = {}
+        self._factories: dict[str, Any] = {}
 
-    def register(self, name: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
-        """Decorator that registers a class or factory under ``name``."""
+    def register(self, name: str) -> Callable[[F], F]:
+        """Decorator that registers a class or factory under ``name`` and returns it unchanged
+        (a decorated class keeps its type)."""
 
-        def decorate(factory: Callable[..., T]) -> Callable[..., T]:
+        def decorate(factory: F) -> F:
             if name in self._factories:
                 raise ValueError(f"{self.kind} {name!r} is registered twice")
             self._factories[name] = factory
@@ -58,14 +62,14 @@ class Registry(Generic[T]):
         """The registered names in registration order."""
         return list(self._factories)
 
-    def get(self, name: str) -> Callable[..., T]:
+    def get(self, name: str) -> Any:
         """The factory for ``name``; an unknown name lists the valid ones and the closest."""
         try:
             return self._factories[name]
         except KeyError:
             raise UnknownNameError(unknown_name_message(self.kind, name, self.names())) from None
 
-    def create(self, name: str, *args: Any, **kwargs: Any) -> T:
+    def create(self, name: str, *args: Any, **kwargs: Any) -> Any:
         return self.get(name)(*args, **kwargs)
 
     def __contains__(self, name: object) -> bool:

@@ -93,7 +93,7 @@ def new_run(
     output_kwargs = dict(output_kwargs or {})
     check_side_inputs(model, output, output_kwargs, side, spelling)
     data = load_corpus(corpus, min_count=min_count, max_size=max_size, progress=progress)
-    meta = {
+    meta: dict[str, Any] = {
         "model": model,
         "output": output,
         "model_kwargs": model_kwargs,

@@ -7,7 +7,9 @@ from __future__ import annotations
 import csv
 import json
 import shlex
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from bigvocab.bench.harness import formatting as fmt
 from bigvocab.bench.harness.config import BenchConfig
@@ -84,7 +86,7 @@ def reproduce_command(config: BenchConfig) -> str:
     parts = ["bigvocab", "bench", f"--{config.mode}"]
     if config.outputs is not None:
         parts += ["--outputs", ",".join(config.outputs)]
-    options = [
+    options: list[tuple[str, str, Callable[[Any], str]]] = [
         ("vocab_sizes", "--vocab-sizes", lambda sizes: ",".join(str(v) for v in sizes)),
         ("hidden", "--hidden", str),
         ("batch", "--batch", str),

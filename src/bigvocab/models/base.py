@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import torch
 from torch import Tensor, nn
@@ -58,6 +58,8 @@ class WordModel(nn.Module):
     #: Other names users know an option by, option -> name: ``bigvocab train`` accepts ``--NAME``
     #: as another spelling of the option's flag.
     flag_aliases: ClassVar[Mapping[str, str]] = {}
+    #: The input embedding, set by each subclass.
+    embedding: nn.Embedding
 
     def __init__(self, vocab_size: int, **options: Any) -> None:
         super().__init__()
@@ -129,7 +131,7 @@ class WordModel(nn.Module):
         found: dict[int, nn.Parameter] = {}
         for module in self.modules():
             if isinstance(module, nn.Embedding) and module.sparse:
-                found[id(module.weight)] = module.weight
+                found[id(module.weight)] = cast(nn.Parameter, module.weight)  # nn.Embedding types it a Tensor
         return list(found.values())
 
 

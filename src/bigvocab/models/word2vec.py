@@ -77,7 +77,7 @@ CENTRES_PER_CHUNK = 1 << 14
 #: step per example, see above), 5 epochs, min_count=5, and no early stopping (the linear schedule
 #: assumes the whole run; word2vec keeps the last vectors). Names are those of ``TrainConfig`` and
 #: ``new_run``; patience 0 is "never".
-WORD2VEC_DEFAULTS = {
+WORD2VEC_DEFAULTS: dict[str, Any] = {
     "lr": 0.025,
     "lr_schedule": "linear",
     "min_lr": 1e-4,
@@ -102,7 +102,8 @@ def word2vec_defaults() -> dict[str, Any]:
 
 def word2vec_output_options(output: str) -> dict[str, Any]:
     """word2vec's options for the registered output layer ``output`` (empty for most layers)."""
-    return dict(WORD2VEC_KIND_OPTIONS.get(engine_kind_of(output), {}))
+    kind = engine_kind_of(output)
+    return dict(WORD2VEC_KIND_OPTIONS.get(kind, {})) if kind is not None else {}
 
 
 @dataclass
@@ -159,6 +160,8 @@ class Word2Vec(LanguageModel):
     """
 
     uses_counts = True
+    #: Buffer: each word's probability of being kept by subsampling (V,), None when ``sample=0``.
+    keep_prob: Tensor | None
 
     @classmethod
     def run_defaults(cls) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, overload
 
 import torch
 from torch import Tensor, nn
@@ -281,6 +281,10 @@ class OutputLayer(nn.Module):
         return f"in_features={self.in_features}, num_classes={self.num_classes}"
 
     # ------------------------------------------------------------------ validation
+    @overload
+    def _flatten(self, hidden: Tensor, target: Tensor) -> tuple[Tensor, Tensor, tuple[int, ...]]: ...
+    @overload
+    def _flatten(self, hidden: Tensor, target: None) -> tuple[Tensor, None, tuple[int, ...]]: ...
     def _flatten(self, hidden: Tensor, target: Tensor | None) -> tuple[Tensor, Tensor | None, tuple[int, ...]]:
         name = type(self).__name__
         if not isinstance(hidden, Tensor):

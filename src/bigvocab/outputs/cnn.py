@@ -64,7 +64,8 @@ class CNNSoftmax(SampledSoftmax):
     @classmethod
     def accepted_options(cls, options: Mapping[str, Any]) -> set[str] | None:
         """Its own keywords and the cnn scorer's (the scorer is not a choice here)."""
-        return super().accepted_options({}) - {"scorer"}
+        accepted = super().accepted_options({})
+        return None if accepted is None else accepted - {"scorer"}
 
     @staticmethod
     def _default_sampler(counts: Sequence[float] | None) -> tuple[str, dict]:

@@ -49,13 +49,13 @@ FEW_ROWS = 8
 
 class _GatherRows(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, param: Tensor, ids: Tensor) -> Tensor:  # type: ignore[override]
+    def forward(ctx, param: Tensor, ids: Tensor) -> Tensor:
         ctx.save_for_backward(ids)
         ctx.param_shape = param.shape
         return param.index_select(0, ids)
 
     @staticmethod
-    def backward(ctx, grad: Tensor):  # type: ignore[override]
+    def backward(ctx, grad: Tensor):
         (ids,) = ctx.saved_tensors
         # ids are in range by construction (they indexed the forward), so skip the invariant check.
         sparse = torch.sparse_coo_tensor(ids.unsqueeze(0), grad, ctx.param_shape, check_invariants=False)
@@ -209,7 +209,7 @@ class _ChunkedLogSumExp(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, hidden, weight, bias, target, chunk, row_block):  # type: ignore[override]
+    def forward(ctx, hidden, weight, bias, target, chunk, row_block):
         ctx.fused = None
         if row_block and any(ctx.needs_input_grad[:3]):
             log_z, ctx.fused = _row_blocked_pass(hidden, weight, bias, row_block, ctx.needs_input_grad[:3])
@@ -228,7 +228,7 @@ class _ChunkedLogSumExp(torch.autograd.Function):
         return _finish_forward(ctx, hidden, weight, bias, target, log_z, chunk)
 
     @staticmethod
-    def backward(ctx, grad_log_z, grad_target):  # type: ignore[override]
+    def backward(ctx, grad_log_z, grad_target):
         if ctx.fused is not None:
             return _fused_backward(ctx, grad_log_z, grad_target)
         hidden, weight, bias, target, log_z = ctx.saved_tensors
@@ -240,12 +240,12 @@ class _ChunkedLogSumExp(torch.autograd.Function):
             hidden, weight, bias, log_z, row_scale, ctx.chunk, ctx.kept, (need_hidden, need_weight, need_bias)
         )
         grad_hidden = None
-        if need_hidden:
+        if sum_probs_weight is not None:
             grad_hidden = sum_probs_weight.mul_(row_scale.unsqueeze(1))
             grad_hidden.addcmul_(weight.index_select(0, target), grad_target.unsqueeze(1))
-        if need_weight:
+        if grad_weight is not None:
             grad_weight.index_add_(0, target, hidden * grad_target.unsqueeze(1))
-        if need_bias:
+        if grad_bias is not None:
             grad_bias.index_add_(0, target, grad_target)
         return grad_hidden, grad_weight, grad_bias, None, None, None
 
@@ -270,7 +270,7 @@ def _chunked_grads(
     scaled_hidden = hidden * row_scale.unsqueeze(1) if need_weight else None
     sum_probs_weight = torch.zeros_like(hidden) if need_hidden else None
     grad_weight = torch.empty_like(weight) if need_weight else None
-    grad_bias = torch.empty_like(bias) if need_bias else None
+    grad_bias = torch.empty_like(bias) if need_bias and bias is not None else None
     for start in range(0, num_classes, chunk):
         stop = min(start + chunk, num_classes)
         probs = buffer[: stop - start]
@@ -281,11 +281,11 @@ def _chunked_grads(
             else:
                 torch.sub(bias[start:stop].unsqueeze(1), log_z.unsqueeze(0), out=probs)
             probs.addmm_(weight[start:stop], hidden.t()).exp_()
-        if need_hidden:
+        if sum_probs_weight is not None:
             sum_probs_weight.addmm_(probs.t(), weight[start:stop])
-        if need_weight:
+        if grad_weight is not None and scaled_hidden is not None:
             torch.mm(probs, scaled_hidden, out=grad_weight[start:stop])
-        if need_bias:
+        if grad_bias is not None:
             torch.mv(probs, row_scale, out=grad_bias[start:stop])
     return sum_probs_weight, grad_weight, grad_bias
 

@@ -18,7 +18,7 @@ uniform in ±1/sqrt(H) like the other linear layers.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -128,7 +128,7 @@ class NegativeSampling(SamplingOutput):
         return None
 
     def _engine_tables(self) -> EngineTables:
-        weight = self.scorer.weight
+        weight = cast(LinearScorer, self.scorer).weight  # engine_tables checked it is the linear scorer
         noise = self.sampler.log_q(torch.arange(self.num_classes, device=weight.device)).exp()
         return EngineTables("neg", weight, num_samples=self.num_samples, noise=noise)
 

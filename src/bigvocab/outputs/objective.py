@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import Tensor, nn
@@ -195,7 +195,8 @@ class ScoredOutput(OutputLayer):
     def _indexed_rows(self) -> tuple[Tensor, Tensor | None]:
         if not self.scorer.free_rows:
             return super()._indexed_rows()
-        return self.scorer.weight, self.scorer.bias
+        # A scorer with free rows holds them as ``weight`` (V, H) and ``bias`` (V,) or None.
+        return cast(Tensor, self.scorer.weight), cast("Tensor | None", self.scorer.bias)
 
     # ------------------------------------------------------------------ the scorer through the layer
     def __getattr__(self, name: str) -> Any:
@@ -225,7 +226,7 @@ class ScoredOutput(OutputLayer):
             or any(name in self.__dict__.get(store, {}) for store in ("_parameters", "_buffers", "_modules"))
         )
 
-    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):  # type: ignore[override]
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         # Keys of the one-class layers (``weight``, ``cnn.*``...) belong to the scorer now.
         own = set(self._parameters) | set(self._buffers) | set(self._modules)
         for key in [k for k in state_dict if k.startswith(prefix)]:

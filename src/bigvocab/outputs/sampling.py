@@ -43,7 +43,7 @@ class _SampledSoftmaxLoss(torch.autograd.Function):
     (``docs/design/sampled-loss.md``)."""
 
     @staticmethod
-    def forward(ctx, target_logit, sampled_logit, target_log_count, sampled_log_count, hits):  # type: ignore[override]
+    def forward(ctx, target_logit, sampled_logit, target_log_count, sampled_log_count, hits):
         scores = sampled_logit - sampled_log_count
         if hits is not None:
             scores.masked_fill_(hits, float("-inf"))
@@ -61,13 +61,13 @@ class _SampledSoftmaxLoss(torch.autograd.Function):
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, grad):  # type: ignore[override]
+    def backward(ctx, grad):
         probability, target_probability = ctx.saved_tensors
         needs = ctx.needs_input_grad
         target_grad = (target_probability - 1).mul_(grad)
         sampled_grad = probability * grad.unsqueeze(1) if needs[1] or needs[3] else None
         count_grad = None
-        if needs[3]:
+        if needs[3] and sampled_grad is not None:
             count_grad = -sampled_grad if len(ctx.sampled_count_shape) == 2 else -sampled_grad.sum(dim=0)
         return (
             target_grad if needs[0] else None,

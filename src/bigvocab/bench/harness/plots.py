@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import cast
 
 from bigvocab.bench.harness.rows import QualityRow, SpeedRow
 from bigvocab.outputs.factory import reference_output
@@ -109,8 +110,9 @@ def _perplexity_plot(plt, rows: list[QualityRow], path: Path) -> Path:
         axes.set_yscale("log")  # a diverged layer sits orders of magnitude above the rest
         _tick_at_budgets(axes, sorted({p.budget_seconds for r in mine for p in r.curve}))
         ends = [(r.curve[-1], r.approach) for r in mine]
+        # relative: every point has a ratio
         _label_curve_ends(
-            axes, [(label, p.train_seconds, p.ppl_ratio if relative else p.test_ppl) for p, label in ends]
+            axes, [(label, p.train_seconds, cast(float, p.ppl_ratio) if relative else p.test_ppl) for p, label in ends]
         )
         axes.set_xlabel("training wall time (s)")
         axes.set_ylabel("exact test perplexity / floor" if relative else "exact test perplexity")
@@ -122,9 +124,9 @@ def _perplexity_plot(plt, rows: list[QualityRow], path: Path) -> Path:
                 handles.append(handle)
                 names.append(name)
     if _KEPT_LABEL in names:  # after the layers' entries, not among them
-        kept = names.index(_KEPT_LABEL)
-        handles.append(handles.pop(kept))
-        names.append(names.pop(kept))
+        where = names.index(_KEPT_LABEL)
+        handles.append(handles.pop(where))
+        names.append(names.pop(where))
     figure.legend(handles, names, loc="lower center", ncol=_LEGEND_COLUMNS, fontsize=7, frameon=False)
     figure.tight_layout(rect=(0, legend_inches / figure.get_figheight(), 1, 1))
     figure.savefig(path, dpi=120)

@@ -50,7 +50,8 @@ def brown_sentences(brown: Path) -> list[list[str]]:
 
     corpus = load_corpus(f"brown:{brown}", progress=False)
     words, eos = corpus.vocab.words, corpus.vocab.index("</s>")
-    sentences, current = [], []
+    sentences: list[list[str]] = []
+    current: list[str] = []
     for i in corpus.train.tolist():
         if i == eos:
             if current:

@@ -116,7 +116,8 @@ class Scorer(nn.Module):
     def zero_rows_(self) -> None:
         """Set every free output row to zero (word2vec's start); only scorers with
         :attr:`free_rows` can."""
-        raise ConfigError(f"the {type(self).registered_name!r} scorer has no free output rows to zero")
+        name = getattr(type(self), "registered_name", type(self).__name__)
+        raise ConfigError(f"the {name!r} scorer has no free output rows to zero")
 
     def reset_parameters(self) -> None:
         """Draw the initial parameters again (scorers whose start is not random keep theirs)."""

@@ -125,7 +125,7 @@ class RowScorer(Scorer):
         target_logit = self._dots(hidden, rows[:n], None if bias is None else bias[:n], (n, 1)).squeeze(1)
         return target_logit, self._dots(hidden, rows[n:], None if bias is None else bias[n:], ids.shape)
 
-    def _dots(self, hidden: Tensor, rows: Tensor, bias: Tensor | None, shape: torch.Size) -> Tensor:
+    def _dots(self, hidden: Tensor, rows: Tensor, bias: Tensor | None, shape: tuple[int, ...]) -> Tensor:
         """Scores of rows (M, H) (+ bias (M,)) gathered for ids of ``shape``: (M,) shared by
         every hidden row, or (N, M') one set per row -> (N, M) or (N, M')."""
         if len(shape) == 1:
