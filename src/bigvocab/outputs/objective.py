@@ -26,6 +26,7 @@ from torch import Tensor, nn
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.outputs.cost import Cost, hidden_cost
+from bigvocab.outputs.functional import fill_padding
 from bigvocab.outputs.scorers.base import Scorer
 from bigvocab.registry import SCORERS, keyword_options
 
@@ -176,6 +177,13 @@ class ScoredOutput(OutputLayer):
     def _log_prob(self, hidden: Tensor, target: Tensor) -> Tensor:
         log_z, target_logit = self.scorer.log_normaliser(hidden, target)
         return target_logit - log_z
+
+    def _multi_label_log_prob(self, hidden: Tensor, target: Tensor) -> Tensor:
+        """One log Z per row for all of its positives, rather than one per (row, positive) pair."""
+        filled = fill_padding(target)
+        log_z, _ = self.scorer.log_normaliser(hidden, filled[:, 0])
+        log_p = self.scorer.class_logits(hidden, filled) - log_z.unsqueeze(1)
+        return log_p.masked_fill(target < 0, 0.0)
 
     def _log_softmax(self, hidden: Tensor) -> Tensor:
         return torch.log_softmax(self.scorer.logits(hidden), dim=1)
