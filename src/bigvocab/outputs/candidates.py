@@ -94,7 +94,8 @@ FrequencySpec = str | StreamingFrequency | None
 class CandidateScores:
     """One step's scores, as the objectives read them (N rows, T positives, K candidates).
 
-    positive_logit: (N, T) each row's positives (padding scored as the row's first positive).
+    positives: (N, T) the rows' positive ids, -1 at padding.
+    positive_logit: (N, T) their scores (padding scored as the row's first positive).
     positive_valid: (N, T) bool, False at padding; None for single-label targets.
     positive_log_count: (N, T) log m of the positives, or a zero scalar without correction.
     candidate_logit: (N, K).
@@ -102,6 +103,7 @@ class CandidateScores:
     mask: (N, K) bool, True where a candidate is left out of its row; None when none is.
     """
 
+    positives: Tensor
     positive_logit: Tensor
     positive_valid: Tensor | None
     positive_log_count: Tensor
@@ -120,14 +122,33 @@ class _Part:
     mask: Tensor | None
 
 
+def repeats(ids: Tensor) -> Tensor:
+    """(N, M) True where an id repeats one earlier in its row (the first copy is not a repeat)."""
+    ordered, order = ids.sort(dim=1, stable=True)
+    repeat = torch.zeros_like(ordered, dtype=torch.bool)
+    repeat[:, 1:] = ordered[:, 1:] == ordered[:, :-1]
+    return torch.zeros_like(repeat).scatter_(1, order, repeat)
+
+
 def hard_negative_mask(negatives: Tensor, positives: Tensor) -> Tensor:
     """(N, m) True where a hard negative is left out: -1 padding, a repeat of an earlier hard
     negative of its row, or one of the row's positives (N, T)."""
-    ordered, order = negatives.sort(dim=1, stable=True)
-    repeat = torch.zeros_like(ordered, dtype=torch.bool)
-    repeat[:, 1:] = ordered[:, 1:] == ordered[:, :-1]
-    repeated = torch.zeros_like(repeat).scatter_(1, order, repeat)
-    return repeated | (negatives < 0) | accidental_hits(positives, negatives)
+    return repeats(negatives) | (negatives < 0) | accidental_hits(positives, negatives)
+
+
+def positive_weights(positives: Tensor, dtype: torch.dtype) -> Tensor:
+    """(N, T) the uniform mixture over each row's listed positives (-1 padding weighs 0), in ``dtype``, with a
+    repeated label's weight moved onto its first copy: a label listed twice weighs 2/T_i and
+    enters the normaliser once."""
+    valid = (positives >= 0).to(dtype)
+    weight = valid / valid.sum(dim=1, keepdim=True)
+    ordered, order = positives.sort(dim=1, stable=True)
+    first = torch.ones_like(ordered, dtype=torch.bool)
+    first[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    group = first.cumsum(dim=1) - 1
+    total = torch.zeros_like(weight).scatter_add_(1, group, weight.gather(1, order))
+    merged = torch.where(first, total.gather(1, group), torch.zeros_like(weight))
+    return torch.zeros_like(weight).scatter_(1, order, merged)
 
 
 class CandidateOutput(ScoredOutput):
@@ -232,7 +253,10 @@ class CandidateOutput(ScoredOutput):
                     "frequency='counts' needs counts= (the training frequency of each class); pass counts, or "
                     "use frequency='streaming' to estimate them during training"
                 )
-            frequencies = as_counts(counts, self.num_classes, type(self).__name__).clamp_min(1.0)
+            frequencies = as_counts(counts, self.num_classes, type(self).__name__)
+            # A class with no count that turns up as a positive is as rare as the rarest counted:
+            # its log π stays finite.
+            frequencies = torch.where(frequencies > 0, frequencies, frequencies[frequencies > 0].min())
             log_p = (frequencies / frequencies.sum()).log()
             self.register_buffer("log_frequency", log_p.to(**self.factory_kwargs()), persistent=False)
         else:
@@ -294,6 +318,7 @@ class CandidateOutput(ScoredOutput):
             per_row.append(_Part(hard, certain, hard_negative_mask(negatives, positives)))
         positive_logit, candidate_logit = self._score(hidden, filled, shared, per_row)
         return CandidateScores(
+            positives=positives,
             positive_logit=positive_logit,
             positive_valid=valid,
             positive_log_count=self._log_count(filled, draws_in_batch, sampler_draws) if self.logq_correction else zero,

@@ -26,7 +26,7 @@ from typing import Any
 
 from torch import Tensor
 
-from bigvocab.outputs.candidates import CandidateOutput, CandidateScores, FrequencySpec
+from bigvocab.outputs.candidates import CandidateOutput, CandidateScores, FrequencySpec, positive_weights
 from bigvocab.outputs.sampling import SamplerSpec, sampled_softmax_loss
 from bigvocab.registry import OUTPUTS
 from bigvocab.validation import check_flag
@@ -102,13 +102,14 @@ class SampledSoftmax(CandidateOutput):
         return ("unigram", {}) if counts is not None else ("log_uniform", {})
 
     def _objective(self, scores: CandidateScores) -> Tensor:
+        weight = None if scores.positive_valid is None else positive_weights(scores.positives, scores.positive_logit.dtype)
         return sampled_softmax_loss(
             scores.positive_logit,
             scores.candidate_logit,
             scores.positive_log_count,
             scores.candidate_log_count,
             scores.mask,
-            scores.positive_valid,
+            weight,
         )
 
     def extra_repr(self) -> str:

@@ -53,18 +53,19 @@ class _SampledSoftmaxLoss(torch.autograd.Function):
     (``docs/design/sampled-loss.md``)."""
 
     @staticmethod
-    def forward(ctx, target_logit, sampled_logit, target_log_count, sampled_log_count, hits, target_valid):  # type: ignore[override]
+    def forward(ctx, target_logit, sampled_logit, target_log_count, sampled_log_count, hits, target_weight):  # type: ignore[override]
         scores = sampled_logit - sampled_log_count
         if hits is not None:
             scores.masked_fill_(hits, float("-inf"))
         target_score = target_logit - target_log_count
-        if target_valid is None:
+        if target_weight is None:
             weight = torch.full_like(target_score, 1.0 / target_score.shape[1])
             weighted_target = target_score[:, 0] if target_score.shape[1] == 1 else target_score.mean(dim=1)
         else:
-            weight = target_valid / target_valid.sum(dim=1, keepdim=True).to(target_score.dtype)
-            weighted_target = (target_score.masked_fill(~target_valid, 0.0) * weight).sum(dim=1)
-            target_score = target_score.masked_fill(~target_valid, float("-inf"))
+            weight = target_weight.to(target_score.dtype)
+            left_out = target_weight == 0
+            weighted_target = (target_score.masked_fill(left_out, 0.0) * weight).sum(dim=1)
+            target_score = target_score.masked_fill(left_out, float("-inf"))
         top = torch.maximum(scores.amax(dim=1), target_score.amax(dim=1))
         top = top.masked_fill(torch.isinf(top), 0.0)  # as logsumexp: no inf - inf for a row of -inf
         probability = scores.sub_(top.unsqueeze(1)).exp_()
@@ -102,7 +103,7 @@ def sampled_softmax_loss(
     target_log_count: Tensor,
     sampled_log_count: Tensor,
     hits: Tensor | None = None,
-    target_valid: Tensor | None = None,
+    target_weight: Tensor | None = None,
 ) -> Tensor:
     """Per-example loss (N,) of the softmax over the targets and k candidates, each logit minus
     the log of its expected count in the candidate set (the log-Q correction that makes the
@@ -110,21 +111,22 @@ def sampled_softmax_loss(
 
         loss_n = logsumexp(t_n - c_n, s_n1 - c_1, ..., s_nk - c_k) - (t_n - c_n);
 
-    with T targets per row (TensorFlow's ``num_true``), the cross-entropy against 1/T_n on each
-    valid target:
+    with T targets per row (TensorFlow's ``num_true``), the cross-entropy against the weights w_nj
+    of the targets (``target_weight`` (N, T), rows summing to 1; None: 1/T each):
 
-        loss_n = logsumexp(t_n1 - c_n1, ..., t_nT - c_nT, s_n1 - c_1, ...) - (1/T_n) Σ_j (t_nj - c_nj).
+        loss_n = logsumexp(t_nj - c_nj for w_nj > 0, s_n1 - c_1, ...) - Σ_j w_nj (t_nj - c_nj).
 
     The candidates where ``hits`` (N, k) is true (accidental hits, TensorFlow's
-    ``remove_accidental_hits``) are left out, and so are the targets where ``target_valid`` (N, T)
-    is false (padding; None: all valid). Shapes: ``target_logit`` and ``target_log_count`` (N,)
-    or (N, T), ``sampled_logit`` (N, k), ``sampled_log_count`` (k,) shared or (N, k).
-    Differentiable once in every tensor but ``hits`` and ``target_valid``.
+    ``remove_accidental_hits``) are left out, and so are the targets of weight 0 (padding, a
+    repeat whose weight its first copy carries). Shapes: ``target_logit`` and ``target_log_count``
+    (N,) or (N, T), ``sampled_logit`` (N, k), ``sampled_log_count`` (k,) shared or (N, k); the
+    counts may also be scalars (0: no correction). Differentiable once in every tensor but
+    ``hits`` and ``target_weight``.
     """
     if target_logit.dim() == 1:
-        target_logit, target_log_count = target_logit.unsqueeze(1), target_log_count.unsqueeze(1)
+        target_logit, target_log_count = target_logit.unsqueeze(1), target_log_count.reshape(-1, 1)
     return _SampledSoftmaxLoss.apply(
-        target_logit, sampled_logit, target_log_count, sampled_log_count, hits, target_valid
+        target_logit, sampled_logit, target_log_count, sampled_log_count, hits, target_weight
     )
 
 
