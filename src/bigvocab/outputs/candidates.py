@@ -268,7 +268,7 @@ class CandidateOutput(ScoredOutput):
 
     def _batch_loss(self, hidden: Tensor, target: Tensor, context: Tensor | None, negatives: Tensor | None) -> Tensor:
         positives = target.unsqueeze(1) if target.dim() == 1 else target
-        scores = self.candidate_scores(hidden, positives, None if target.dim() == 1 else positives >= 0, negatives)
+        scores = self._candidate_scores(hidden, positives, None if target.dim() == 1 else positives >= 0, negatives)
         if self.training and self.sampler is not None:
             # An adaptive sampler learns from the targets (never from a validation loss).
             self.sampler.update(target.detach() if target.dim() == 1 else target[target >= 0].detach())
@@ -283,18 +283,19 @@ class CandidateOutput(ScoredOutput):
         assert self.sampler is not None  # only the sources with draws call it
         return draw_candidates(self.sampler, self.num_samples, batch_size, shared=self.shared, unique=unique)
 
-    def candidate_scores(
+    def _candidate_scores(
         self, hidden: Tensor, positives: Tensor, valid: Tensor | None, negatives: Tensor | None
     ) -> CandidateScores:
         """The step's scores for hidden (N, H) (already divided by τ), positives (N, T) (-1 where
         ``valid`` (N, T) is False; ``valid`` None when there is no padding) and hard negatives
         (N, m) or None. In training mode a streaming frequency first learns the batch's positives."""
         filled = positives if valid is None else fill_padding(positives)
-        draws_in_batch = positives.numel() if valid is None else int(valid.sum())
+        # Only the counts' inclusion probability reads the number of positives (a device sync).
+        counted = self.candidates != "sampler" and self.frequency is None and self.logq_correction
+        draws_in_batch = int(valid.sum()) if counted and valid is not None else positives.numel()
         shared: list[_Part] = []
         per_row: list[_Part] = []
         sampler_draws = 0
-        sampled: Tensor | None = None
         if self.candidates != "sampler":
             in_batch, _ = distinct_ids(filled, self.num_classes)
             if self.training and self.frequency is not None:
@@ -390,7 +391,11 @@ class CandidateOutput(ScoredOutput):
 
     def extra_repr(self) -> str:
         source = f", candidates={self.candidates!r}"
-        draws = f", num_samples={self.num_samples}, shared={self.shared}, unique={self.unique}" if self.sampler else ""
+        draws = (
+            f", num_samples={self.num_samples}, shared={self.shared}, unique={self.unique}"
+            if self.sampler is not None
+            else ""
+        )
         tempered = f", temperature={self.temperature}" if self.temperature != 1.0 else ""
         return (
             super().extra_repr() + source + draws + tempered + f", remove_accidental_hits={self.remove_accidental_hits}"

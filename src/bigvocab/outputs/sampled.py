@@ -102,7 +102,9 @@ class SampledSoftmax(CandidateOutput):
         return ("unigram", {}) if counts is not None else ("log_uniform", {})
 
     def _objective(self, scores: CandidateScores) -> Tensor:
-        weight = None if scores.positive_valid is None else positive_weights(scores.positives, scores.positive_logit.dtype)
+        weight = (
+            None if scores.positive_valid is None else positive_weights(scores.positives, scores.positive_logit.dtype)
+        )
         return sampled_softmax_loss(
             scores.positive_logit,
             scores.candidate_logit,
