@@ -83,7 +83,7 @@ def brute_force(layer, hidden, target, negatives, sampled, draws, pi):
         own = [int(y) for y in positives[i] if y >= 0]
         hard = [] if negatives is None else [int(y) for y in negatives[i]]
 
-        def logit(y: int, certain: bool = False) -> torch.Tensor:
+        def logit(y: int, certain: bool = False, i: int = i) -> torch.Tensor:
             score = hidden[i] / layer.temperature @ layer.weight[y]
             score = score + (layer.bias[y] if layer.bias is not None else 0.0)
             return score - (math.log(expected_count(y)) if correct and not certain else 0.0)
