@@ -230,8 +230,8 @@ def test_perplexity_plot_rings_the_kept_checkpoints_under_one_legend_entry(resul
 
 
 def test_end_labels_that_would_overlap_are_spread_symmetrically_and_others_stay_put():
-    """The session-13 V = 10k curves ended at 1.40x (nce) and 1.41x (full), 1.29x and 1.29x
-    (sampled, hsm): their labels printed over each other."""
+    """Curves ending at 1.40x (nce) and 1.41x (full), 1.29x and 1.29x (sampled, hsm) of the floor
+    printed their labels over each other."""
     wanted = [0.50, 0.15, 0.10, 0.11, 0.12, 0.30]
     placed = spread_labels(wanted, gap=0.02)
     assert placed[0] == 0.50 and placed[5] == 0.30  # alone: where their curves end

@@ -7,9 +7,9 @@ output matrix is block-diagonal: a word of band b scores s_w = h_b . W_b[w] + c_
 normalises all V logits together, so the model is exact; it costs sum_b |band_b| d_b per example
 instead of V H (a constant factor, not independent of V: D-softmax keeps the exact normaliser).
 
-**Defaults are not the paper's.** Issue 16 asks for the band sizes Chen et al. used; their
-table could not be verified from the sources searched (the paper's text was not among them), so
-rather than quote figures from memory the defaults stay this library's own: band edges at 80% and
+**Defaults are not the paper's.** Chen et al.'s band sizes could not be verified from the
+sources searched (the paper's text was not among them), so rather than quote figures from memory
+the defaults stay this library's own: band edges at 80% and
 95% of the token mass (:mod:`bigvocab.outputs.bands`), sections halving from band to band. The
 edges are the cutoffs ``adaptive`` chooses by default, which is how Grave et al. (2017,
 "Efficient softmax approximation for GPUs", section 5) ran D-softmax beside their adaptive
