@@ -359,3 +359,14 @@ def test_without_correction_in_batch_training_flattens_the_popular_items():
     kl = {c: float((q * (q / p).log()).sum()) for c, p in learned.items()}
     assert kl[True] < kl[False] / 20, kl
     assert float(learned[False][0]) < float(q[0]) - 0.1 < float(learned[True][0])
+
+
+def test_temperature_divides_the_input_for_training_and_exact_evaluation_alike():
+    """A layer at τ is the untempered layer fed h/τ: its exact log_softmax, log_prob and top-k."""
+    tempered = build("sampled", candidates="in_batch", temperature=0.25)
+    plain = build("sampled", candidates="in_batch")
+    hidden = torch.randn(N, H, dtype=torch.float64)
+    torch.testing.assert_close(tempered.log_softmax(hidden), plain.log_softmax(hidden / 0.25))
+    torch.testing.assert_close(tempered.log_prob(hidden, MULTI), plain.log_prob(hidden / 0.25, MULTI))
+    torch.testing.assert_close(tempered.topk(hidden, 3)[0], plain.topk(hidden / 0.25, 3)[0])
+    torch.testing.assert_close(tempered.loss(hidden, MULTI), plain.loss(hidden / 0.25, MULTI))
