@@ -67,9 +67,10 @@ def test_one_positive_per_row_is_the_single_label_loss(layer):
 
 def test_the_mixture_over_a_rows_positives(layer):
     """loss_i = (1/T_i) Σ_j loss(h_i, y_ij) over the valid positives (a label listed twice counts
-    twice): the exact NLL's mixture for exact layers, and for the others the layer's own
-    single-label loss on the flattened pairs with the same draws. Layers whose positives share
-    one candidate set (sampled, neg, bce, cnn) are checked by brute force in test_candidates."""
+    twice): the exact NLL's mixture for exact layers (plus the per-row penalty of selfnorm, and of
+    infreq on its replayed rows), and for the others the layer's own single-label loss on the
+    flattened pairs with the same draws. Layers whose positives share one candidate set (sampled,
+    neg, bce, cnn) are checked by brute force in test_candidates."""
     name = type(layer).registered_name
     if layer.takes_negatives:
         pytest.skip("positives share the row's candidates: brute-forced in test_candidates.py")
@@ -78,12 +79,23 @@ def test_the_mixture_over_a_rows_positives(layer):
     ours = layer.loss(hidden, TARGET, reduction="none")
     rows, columns = (TARGET >= 0).nonzero(as_tuple=True)
     weight = 1.0 / (TARGET >= 0).sum(1).double()
-    if name in EXACT:
-        pair_loss = -layer.log_softmax(hidden)[rows, TARGET[rows, columns]]
+    log_softmax = layer.log_softmax(hidden)
+    if name in EXACT or name == "selfnorm":
+        pair_loss = -log_softmax[rows, TARGET[rows, columns]]
+    elif name == "infreq":  # -s_t per pair; the penalty per row, below
+        pair_loss = -(log_softmax + layer.scorer.logits(hidden).logsumexp(1, keepdim=True))[rows, TARGET[rows, columns]]
     else:
         torch.manual_seed(9)
         pair_loss = layer.loss(hidden[rows], TARGET[rows, columns], reduction="none")
     reference = torch.zeros(N, dtype=torch.float64).index_add(0, rows, pair_loss * weight[rows])
+    log_z = layer.scorer.logits(hidden).logsumexp(1) if name in ("selfnorm", "infreq") else None
+    if name == "selfnorm":
+        reference = reference + layer.alpha * log_z.square()
+    if name == "infreq":  # the rows that pay the penalty: replay the layer's draw
+        torch.manual_seed(9)
+        chosen = max(1, round(layer.gamma * N))
+        subset = torch.randperm(N)[:chosen]
+        reference = reference.index_add(0, subset, layer.alpha * N / chosen * log_z[subset].square())
     torch.testing.assert_close(ours, reference, atol=1e-9, rtol=1e-9)
     got = torch.autograd.grad(ours.sum(), hidden)[0]
     want = torch.autograd.grad(reference.sum(), hidden)[0]
