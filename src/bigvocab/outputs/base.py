@@ -12,7 +12,9 @@ positives: loss_i = (1/T_i) Σ_j -log p(y_ij | h_i) over its T_i valid positives
 cross-entropy against 1/T_i on each. The base class does it for every layer by flattening the
 valid (row, positive) pairs into the single-label ``_loss`` and weighing each pair 1/T_i
 (:meth:`OutputLayer._multi_label_loss`), which is exact for objectives defined per target; layers
-whose positives must share a candidate set override it (``sampled``, ``neg``, ``bce``). Exact
+whose positives must share a candidate set override it (``sampled``, ``neg``, ``bce``), and so do
+those that can pay one normaliser per row instead of one per positive (``full``, ``selfnorm``,
+``infreq``). Exact
 ``log_prob`` of a multi-label target is (N, T), 0 at the padding. A label listed twice in a row
 counts twice. See ``docs/design/candidates-and-multilabel.md``.
 
