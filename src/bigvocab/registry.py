@@ -7,6 +7,7 @@ is filled by the package that defines its entries, when that package is imported
 * :data:`OUTPUTS`, :data:`SCORERS`, :data:`TREES` -- :mod:`bigvocab.outputs`;
 * :data:`SAMPLERS` -- :mod:`bigvocab.samplers`;
 * :data:`CORPORA` -- :mod:`bigvocab.data`;
+* :data:`SIDE_LOADERS` -- :mod:`bigvocab.evaluate` (word vectors);
 * :data:`INDEXES` -- :mod:`bigvocab.index`;
 * :data:`MODELS` -- :mod:`bigvocab.models`;
 * :data:`OPTIMIZERS`, :data:`SCHEDULES` -- :mod:`bigvocab.train`;
@@ -48,6 +49,11 @@ class Registry(Generic[T]):
 
         return decorate
 
+    def unregister(self, name: str) -> None:
+        """Remove ``name`` (an entry registered for a while, as a test's throwaway layer)."""
+        self.get(name)  # an unknown name names the valid ones
+        del self._factories[name]
+
     def names(self) -> list[str]:
         """The registered names in registration order."""
         return list(self._factories)
@@ -79,7 +85,10 @@ def plain_summary(docstring: str) -> str:
     and *emphasis* markup reduced to their text."""
     paragraph = " ".join(re.split(r"\n\s*\n", docstring.strip())[0].split())
     paragraph = re.sub(r":[a-z]+:`~?(?:[\w.]*\.)?([^`]+)`", r"\1", paragraph)
-    return re.sub(r"``([^`]+)``|\*\*?([^*]+)\*\*?", lambda m: m.group(1) or m.group(2), paragraph)
+    # *emphasis* only where the stars stand outside a word, so that 2**24 keeps its power
+    return re.sub(
+        r"``([^`]+)``|(?<![\w*])\*\*?(?=\S)([^*]+?)(?<=\S)\*\*?(?![\w*])", lambda m: m.group(1) or m.group(2), paragraph
+    )
 
 
 def unknown_name_message(kind: str, name: str, valid: list[str]) -> str:
@@ -128,3 +137,6 @@ SCHEDULES: Registry = Registry("lr schedule")
 CORPORA: Registry = Registry("corpus kind")
 INDEXES: Registry = Registry("index kind")
 PEERS: Registry = Registry("benchmark peer")
+#: Side inputs a run gives its output layer from outside its corpus: kind (one of the layers'
+#: ``SIDE_INPUTS``) -> ``loader(path, vocab)`` returning the value over the run's vocabulary.
+SIDE_LOADERS: Registry = Registry("side input")

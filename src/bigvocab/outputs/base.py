@@ -24,12 +24,14 @@ validated here and reach only the layers that declare :attr:`OutputLayer.takes_n
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import Any, ClassVar, overload
 
 import torch
 from torch import Tensor, nn
 
+from bigvocab.declarations import Option, constructor_options
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.cost import Cost
 from bigvocab.outputs.engine import EngineTables
@@ -90,6 +92,14 @@ class OutputLayer(nn.Module):
     #: vocabulary-parallel form.
     unsharded_reason: ClassVar[str] = "no vocabulary-parallel form is written for it"
 
+    #: True for the one layer the others are measured against and a language model gets when none
+    #: is named: the exact softmax, trained on its exact gradient (see :func:`reference_output`).
+    reference: ClassVar[bool] = False
+
+    #: Other names users know an option by, option -> name: ``bigvocab train`` accepts
+    #: ``--NAME`` as another spelling of the option's flag (gensim's ``--negative`` for ``num_samples``).
+    flag_aliases: ClassVar[Mapping[str, str]] = {}
+
     def __init__(self, in_features: int, num_classes: int) -> None:
         super().__init__()
         self.in_features = check_positive_int("in_features", in_features)
@@ -109,6 +119,33 @@ class OutputLayer(nn.Module):
         """Which of :data:`SIDE_INPUTS` the layer built with ``options`` reads."""
         accepted = cls.accepted_options(options)
         return frozenset(name for name in SIDE_INPUTS if accepted is None or name in accepted)
+
+    @classmethod
+    def option_sources(cls, options: Mapping[str, Any]) -> list[type]:
+        """The classes whose constructors and ``Args`` sections declare the options of the layer
+        built with ``options``, most specific first: the layer's class and its bases below
+        :class:`OutputLayer` (a layer that hands options to a part it builds adds the part's class)."""
+        return [klass for klass in cls.__mro__ if issubclass(klass, OutputLayer) and klass is not OutputLayer]
+
+    @classmethod
+    def declared_options(cls, options: Mapping[str, Any] | None = None) -> dict[str, Option]:
+        """Each keyword option of the layer built with ``options`` (:meth:`accepted_options`; all
+        the keywords its constructors name when it accepts any), with the kind of value, the
+        default and the help that :meth:`option_sources` declare (:mod:`bigvocab.declarations`).
+        The side inputs are among them; H and V are not."""
+        options = options or {}
+        sources = cls.option_sources(options)
+        accepted = cls.accepted_options(options)
+        if accepted is None:
+            accepted = {name for source in sources for name in inspect.signature(source).parameters}
+        return constructor_options(accepted - {"in_features", "num_classes"}, sources)
+
+    def rebuild_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """Constructor options that rebuild this layer, built with ``options``, without the side
+        inputs a run gets from outside its corpus (word vectors): how a run records a layer whose
+        structure it built from them, so that evaluating or resuming never needs them again. A
+        layer that folds such an input into its structure returns that structure among them."""
+        return dict(options)
 
     def train_cost(self, target: Tensor) -> Cost | None:
         """FLOPs and bytes a training step on the targets (N,) must spend, from the layer's shape

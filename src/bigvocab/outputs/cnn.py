@@ -32,7 +32,7 @@ class CNNSoftmax(SampledSoftmax):
         sampler: the proposal, a name or a Sampler (default ``log_uniform``).
         counts: class frequencies, for samplers that read them (``unigram``).
         correction_dim, char_dim, filters, highway_layers, max_word_length, bias,
-            max_chunk_elements, device, dtype: the scorer's
+            max_chunk_elements, device, dtype: as for the scorer
             (:class:`~bigvocab.outputs.scorers.cnn.CNNScorer`).
     """
 

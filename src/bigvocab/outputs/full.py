@@ -28,6 +28,8 @@ class FullSoftmax(ScoredOutput):
     ``max_chunk_elements``, ``device``, ``dtype`` and the scorer's options).
     """
 
+    reference = True
+
     def _loss(self, hidden: Tensor, target: Tensor, context: Tensor | None) -> Tensor:
         # The loss is reduced by a mean or sum (``OutputLayer.loss``): every row weighs alike.
         log_z, target_logit = self.log_normaliser(hidden, target, equal_row_weights=True)

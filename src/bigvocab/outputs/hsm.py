@@ -202,6 +202,14 @@ class HierarchicalSoftmax(OutputLayer):
         needs no word vectors, so nobody computes them for it)."""
         return super().side_inputs(options) & tree_side_inputs(options.get("tree", "huffman"))
 
+    def rebuild_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """A tree built from word vectors (``clustered``) is recorded as the tree itself (the dict
+        of :meth:`Tree.to_dict`), so that the layer is rebuilt without the vectors."""
+        rebuilt = dict(options)
+        if "vectors" in self.side_inputs(options):
+            rebuilt["tree"] = self.tree.to_dict()
+        return rebuilt
+
     def _set_tree(self, tree: Tree) -> None:
         """Register the tree's arrays: the four canonical ones persist in the state_dict, the
         index tables derived from them do not."""

@@ -64,6 +64,7 @@ class NegativeSampling(LogisticOutput):
     # (Jozefowicz et al. 2016), which turns N x k gathered rows into k.
     variants = {"per-example": {}, "shared": {"shared": True}}
     engine_kind = NEGATIVE_SAMPLING
+    flag_aliases = {"num_samples": "negative"}  # gensim's name
 
     def __init__(
         self,

@@ -41,9 +41,10 @@ class ScoredOutput(OutputLayer):
         scorer: ``"linear"`` (a free row per class; the default, :attr:`default_scorer`),
             ``"cnn"`` (rows from spelling), any registered scorer name
             (``bigvocab.outputs.factory.list_scorers()``), or a built Scorer.
-        bias, max_chunk_elements: passed to the scorer (a per-class bias; scores held at once by
-            exact whole-vocabulary computations, None = 2**24, 2**28 on CUDA, and row blocks
-            up to the weight's size, at most 2**28, in ``full``'s step).
+        bias, max_chunk_elements: as for the scorer, which they are passed to (with ``linear``, a
+            per-class bias; scores held at once by exact whole-vocabulary computations, None =
+            2**24, 2**28 on CUDA, and row blocks up to the weight's size, at most 2**28, in
+            ``full``'s step).
         device, dtype: where the parameters are created.
         **scorer_options: the scorer's own options (``words=``, ``correction_dim=``... for cnn).
 
@@ -125,6 +126,13 @@ class ScoredOutput(OutputLayer):
             return own
         scorer_options = keyword_options(SCORERS.get(scorer))
         return None if scorer_options is None else own | scorer_options
+
+    @classmethod
+    def option_sources(cls, options: Mapping[str, Any]) -> list[type]:
+        """The objective's classes, then the chosen scorer's, which declares the options passed on to it."""
+        scorer = options.get("scorer") or cls.default_scorer
+        own = super().option_sources(options)
+        return own + [SCORERS.get(scorer)] if isinstance(scorer, str) and scorer in SCORERS else own
 
     # ------------------------------------------------------------------ for the objectives
     def class_logits(self, hidden: Tensor, ids: Tensor) -> Tensor:

@@ -177,5 +177,5 @@ def parse_patterns(text: str) -> list[str]:
     """``"hsm*, sampled"`` -> ["hsm*", "sampled"]."""
     patterns = [part.strip() for part in text.split(",") if part.strip()]
     if not patterns:
-        raise ConfigError("--outputs needs at least one name or pattern, e.g. 'hsm*,sampled'")
+        raise ConfigError("--outputs needs at least one row name or fnmatch pattern (see 'bigvocab list')")
     return patterns

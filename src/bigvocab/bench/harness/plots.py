@@ -16,6 +16,7 @@ import math
 from pathlib import Path
 
 from bigvocab.bench.harness.rows import QualityRow, SpeedRow
+from bigvocab.outputs.factory import reference_output
 
 MISSING_MATPLOTLIB = "matplotlib is not installed, so no plots were drawn (pip install 'bigvocab[plot]')"
 
@@ -66,7 +67,7 @@ def _speedup_plot(plt, rows: list[SpeedRow], path: Path) -> Path:
     axes.set_yscale("log")
     axes.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
     axes.set_xlabel("vocabulary size V")
-    axes.set_ylabel("training speed-up over full softmax")
+    axes.set_ylabel(f"training speed-up over {reference_output()}")
     axes.set_title("Training step speed-up (median of paired ratios, IQR bars)")
     axes.legend(fontsize=7, ncol=2)
     figure.tight_layout()

@@ -185,7 +185,9 @@ def measure_vocab(
     reference_layer, _ = build_layer(candidates[0], config.hidden, vocab_size, side, num_samples=config.num_samples)
     reference, reference_errors, _ = prepare(reference_layer.to(device), workload, device, config.min_time)
     if reference_errors:
-        raise RuntimeError(f"the reference layer 'full' failed at V={vocab_size}: {'; '.join(reference_errors)}")
+        raise RuntimeError(
+            f"the reference layer {candidates[0].label!r} failed at V={vocab_size}: {'; '.join(reference_errors)}"
+        )
     full_params = parameter_count(reference_layer)
     rows = []
     for candidate in candidates:
