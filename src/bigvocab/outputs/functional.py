@@ -8,6 +8,7 @@
   vocabulary chunks with a running log-sum-exp and a hand-written backward, so the (N, V) logits
   never exist at once.
 * :func:`chunked_topk` -- exact top-k of a linear softmax, chunk by chunk.
+* :func:`fill_padding` -- a multi-label target's -1 padding replaced by the row's first positive.
 """
 
 from __future__ import annotations
@@ -68,6 +69,16 @@ def gather_rows(param: Tensor, ids: Tensor, *, sparse: bool = True) -> Tensor:
     if sparse and param.requires_grad and torch.is_grad_enabled():
         return _GatherRows.apply(param, ids)
     return param.index_select(0, ids)
+
+
+def fill_padding(target: Tensor) -> Tensor:
+    """(N, T) ids padded with -1 -> (N, T) with each -1 replaced by its row's first positive, so
+    that scoring the padding gathers no row the positives do not (a sparse gradient then touches
+    only the positives' rows, and no optimiser state of another row moves). Every row holds a
+    positive."""
+    valid = target >= 0
+    first = target.gather(1, valid.to(torch.uint8).argmax(dim=1, keepdim=True))
+    return torch.where(valid, target, first)
 
 
 def pairs_compiled(hidden: Tensor) -> bool:

@@ -26,6 +26,7 @@ from torch import Tensor, nn
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.outputs.cost import Cost, hidden_cost
+from bigvocab.outputs.functional import fill_padding
 from bigvocab.outputs.scorers.base import Scorer
 from bigvocab.registry import SCORERS, keyword_options
 
@@ -184,6 +185,25 @@ class ScoredOutput(OutputLayer):
     def _log_prob(self, hidden: Tensor, target: Tensor) -> Tensor:
         log_z, target_logit = self.scorer.log_normaliser(hidden, target)
         return target_logit - log_z
+
+    def multi_label_scores(
+        self, hidden: Tensor, target: Tensor, *, equal_row_weights: bool = False
+    ) -> tuple[Tensor, Tensor]:
+        """Exact log Z (N,) and the scores (N, T) of multi-label targets (N, T) padded with -1 (a
+        padding position scores as its row's first positive): one log Z per row for all of its
+        positives, rather than one per (row, positive) pair."""
+        filled = fill_padding(target)
+        log_z, _ = self.log_normaliser(hidden, filled[:, 0], equal_row_weights=equal_row_weights)
+        return log_z, self.class_logits(hidden, filled)
+
+    def _multi_label_log_prob(self, hidden: Tensor, target: Tensor) -> Tensor:
+        log_z, scores = self.multi_label_scores(hidden, target)
+        return (scores - log_z.unsqueeze(1)).masked_fill(target < 0, 0.0)
+
+    def _mean_positive_score(self, scores: Tensor, target: Tensor) -> Tensor:
+        """(N,) the mean of each row's scores (N, T) over its valid positives (target >= 0)."""
+        valid = (target >= 0).to(scores.dtype)
+        return (scores * valid).sum(dim=1) / valid.sum(dim=1)
 
     def _log_softmax(self, hidden: Tensor) -> Tensor:
         return torch.log_softmax(self.scorer.logits(hidden), dim=1)
