@@ -24,7 +24,7 @@ DESIGN_NOTE = REPO / "docs" / "design" / "layers.md"
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "kernels"),
     ("validation", "files", "registry"),
-    ("samplers", "data", "index", "distributed"),
+    ("samplers", "data", "index", "distributed", "declarations"),
     ("outputs",),
     ("models",),
     ("checkpoint",),

@@ -23,6 +23,7 @@ OUTPUT_NAMES = {
     "target",
     "nce",
     "neg",
+    "bce",
     "selfnorm",
     "infreq",
     "char",

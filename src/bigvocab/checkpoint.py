@@ -26,6 +26,10 @@ VERSION = 1
 
 PathLike = str | os.PathLike
 
+#: The side inputs of an output layer that a run gives from its own vocabulary (the training
+#: frequencies and the word strings); any other a layer reads comes from outside (``--side``).
+VOCABULARY_SIDE_INPUTS = ("counts", "words")
+
 
 def save_checkpoint(path: PathLike, payload: dict[str, Any]) -> Path:
     """Atomically save ``payload`` (tensors and plain values only) as a bigvocab checkpoint."""
@@ -75,13 +79,14 @@ def load_checkpoint(path: PathLike, map_location: str | torch.device = "cpu") ->
     return payload
 
 
-def build_from_meta(meta: dict[str, Any]):
+def build_from_meta(meta: dict[str, Any], *, side: dict[str, Any] | None = None):
     """``(model, vocab)`` described by the ``meta`` dict the CLI stores in its checkpoints.
 
     ``meta`` holds ``model``, ``output``, ``model_kwargs``, ``output_kwargs``, ``vocab`` (from
     ``Vocab.to_dict()``) and ``seed``. The model is built under ``seed`` in a forked RNG, so any
     random structure fixed at construction comes out the same as in the run that wrote it, and
-    the caller's RNG stream is left alone.
+    the caller's RNG stream is left alone. The output layer gets the vocabulary's ``counts`` and
+    ``words`` and the other ``side`` inputs (by kind, e.g. ``vectors``), each if it reads it.
     """
     from bigvocab.data.vocab import Vocab
     from bigvocab.models import build_model
@@ -100,6 +105,7 @@ def build_from_meta(meta: dict[str, Any]):
             words=list(vocab.words),
             model_kwargs=dict(meta.get("model_kwargs") or {}),
             output_kwargs=dict(meta.get("output_kwargs") or {}),
+            side=side,
         )
     return model, vocab
 

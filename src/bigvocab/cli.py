@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import math
 import os
 import shutil
@@ -22,72 +23,37 @@ import textwrap
 import threading
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import bigvocab
+import bigvocab.evaluate  # registers the side-input loaders
+import bigvocab.models  # registers the models
+from bigvocab.checkpoint import VOCABULARY_SIDE_INPUTS
+from bigvocab.declarations import Option, merged_help
 from bigvocab.errors import BigvocabError, ConfigError, TrainingInterrupted
 from bigvocab.files import write_json
+from bigvocab.outputs.base import SIDE_INPUTS
+from bigvocab.outputs.factory import output_variants, side_input_readers
+from bigvocab.registry import MODELS, OPTIMIZERS, OUTPUTS, SCHEDULES, SIDE_LOADERS
 
 EXIT_ERROR = 2
 #: Where `bigvocab list` starts its descriptions.
 LIST_COLUMN = 14
 
-#: CLI option dest -> model option; only the options given reach the model.
-MODEL_OPTIONS = (
-    "context",
-    "embedding_dim",
-    "hidden_dim",
-    "direct",
-    "num_layers",
-    "dropout",
-    "bptt",
-    "tie_weights",
-    "vector_size",
-    "window",
-    "sample",
-    "cbow_mean",
-    "sparse",
-)
-OUTPUT_OPTIONS = ("num_samples", "sampler", "ns_exponent", "tree", "cutoffs", "div_value")
-#: dest -> TrainConfig field.
-TRAIN_OPTIONS = (
-    "epochs",
-    "batch_size",
-    "optimizer",
-    "lr",
-    "momentum",
-    "weight_decay",
-    "lr_schedule",
-    "lr_decay",
-    "min_lr",
-    "clip_norm",
-    "patience",
-    "seed",
-    "device",
-    "log_every",
-    "max_steps",
-    "checkpoint_every",
-)
-#: Options that may be given with --resume (see bigvocab.train.RESUME_OVERRIDES).
-RESUMABLE = ("epochs", "max_steps", "device", "log_every", "patience", "checkpoint_every")
+#: The dests of the flags generated from what models and output layers declare start with these;
+#: the rest of the dest is the option's name (``model.context``, ``output.num_samples``).
+MODEL_DEST, OUTPUT_DEST = "model.", "output."
+#: Dests of the corpus flags: load_corpus's keywords, stored in a run's ``corpus_options``.
+CORPUS_OPTIONS = ("min_count", "max_size")
+#: Metavar of a generated flag, by the kind of value its option takes (bigvocab.declarations).
+METAVARS: dict[type, str] = {int: "N", float: "X", str: "NAME", list: "LIST", object: "VALUE"}
 
-
-TRAIN_EXAMPLES = """examples:
-  bigvocab train --model nnlm --output full --corpus synthetic:vocab_size=2000,tokens=200000 --epochs 5 --out runs/nnlm
-  bigvocab train --model nnlm --output full --corpus brown-bengio:data/brown --epochs 10 --out runs/x
-  bigvocab train --model lstm --output adaptive --cutoffs 2000,10000 --corpus dir:data/ptb --optimizer adam --lr 1e-3 --out runs/lstm
-  bigvocab train --model skipgram --output neg --negative 5 --corpus text8:data/text8 --out runs/sg
-  bigvocab train --model cbow --output hsm --tree huffman --corpus brown:data/brown --out runs/cbow-hs
-      (skipgram and cbow default to gensim's settings: --output neg --lr 0.025 --lr-schedule linear
-       --min-lr 1e-4 --optimizer sgd --epochs 5 --min-count 5 --patience 0, and for --output hsm
-       --output-opt bias=false --output-opt zero_init=true; any of them can be given)
-  bigvocab train --out runs/nnlm --resume --epochs 20      (continue a run, here to 20 epochs)
-"""
 EVAL_EXAMPLES = """examples:
   bigvocab eval --checkpoint runs/x/best.pt
   bigvocab eval --checkpoint runs/x/best.pt --corpus text:other.txt --split test
-  bigvocab eval --checkpoint runs/selfnorm/best.pt --log-normaliser      (how close log Z stays to 0)
+  bigvocab eval --checkpoint runs/x/best.pt --log-normaliser      (how close log Z stays to 0)
   bigvocab eval --checkpoint runs/sg/best.pt --skip-perplexity --analogy data/eval/questions-words.txt \\
       --similarity data/eval/wordsim353.tsv --similarity data/eval/simlex999.txt
 """
@@ -98,12 +64,6 @@ EXPORT_EXAMPLES = """examples:
 LIST_EXAMPLES = """examples:
   bigvocab list
 """
-BENCH_EXAMPLES = """examples:
-  bigvocab bench --quick
-  bigvocab bench --outputs 'full,hsm*,sampled' --vocab-sizes 10k,100k --out bench-out
-  bigvocab bench --full --brown data/brown
-  bigvocab bench --full --brown data/brown --resume   (continue that run in bench-out/ after a kill)
-"""
 
 
 class UsageError(Exception):
@@ -111,7 +71,7 @@ class UsageError(Exception):
 
 
 class Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):
         raise UsageError(message)
 
 
@@ -136,6 +96,8 @@ positive_int = checked_number(int, lambda value: value >= 1, "a positive integer
 nonnegative_int = checked_number(int, lambda value: value >= 0, "a non-negative integer")
 positive_float = checked_number(float, lambda value: math.isfinite(value) and value > 0, "a positive number")
 nonnegative_float = checked_number(float, lambda value: math.isfinite(value) and value >= 0, "a number >= 0")
+integer = checked_number(int, lambda value: True, "an integer")
+finite_float = checked_number(float, math.isfinite, "a finite number")
 
 
 def int_list(text: str) -> list[int]:
@@ -169,16 +131,177 @@ def key_value(text: str) -> tuple[str, Any]:
     return key.strip().replace("-", "_"), parse_value(value.strip())
 
 
+def key_path(text: str) -> tuple[str, str]:
+    """``--side KIND=PATH``: the path is kept as written."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip() or not value.strip():
+        raise argparse.ArgumentTypeError(f"must be KIND=PATH, got {text!r}")
+    return key.strip(), value.strip()
+
+
+#: How a generated flag parses its text, by the kind of value its option takes.
+TEXT_TYPES: dict[type, Callable[[str], Any]] = {
+    int: integer,
+    float: finite_float,
+    str: str,
+    list: int_list,
+    object: parse_value,
+}
+
+
+# ---------------------------------------------------------------------------------- generated flags
+def add_declared_flags(
+    group, prefix: str, owners: Mapping[str, tuple[Mapping[str, Option], Mapping[str, str]]]
+) -> None:
+    """One flag for each option the ``owners`` declare (owner name -> (its options, its
+    :attr:`flag_aliases`)) whose kind of value can be written as text: ``--num-samples`` for
+    ``num_samples``, dest ``prefix + name``, the declared aliases as other spellings, the help of
+    every owner that takes it (:func:`~bigvocab.declarations.merged_help`). A flag whose name
+    another flag already has is ``--PREFIX-NAME`` (``--output-epochs`` for a layer option
+    ``epochs``), without aliases. A flag's value reaches the owner only when it is given."""
+    declared: dict[str, tuple[set[type], dict[str, str], list[str]]] = {}
+    for owner, (options, aliases) in owners.items():
+        for option in options.values():
+            if option.kind is None:
+                continue
+            kinds, helps, spellings = declared.setdefault(option.name, (set(), {}, []))
+            kinds.add(option.kind)
+            helps[owner] = option.help_with_default()
+            alias = aliases.get(option.name)
+            if alias is not None and alias not in spellings:
+                spellings.append(alias)
+    for name, (kinds, helps, spellings) in declared.items():
+        kind = kinds.pop() if len(kinds) == 1 else object
+        settings: dict[str, Any] = {"dest": prefix + name, "help": merged_help(helps).replace("%", "%%")}
+        if kind is bool:
+            settings["action"] = argparse.BooleanOptionalAction
+        else:
+            settings.update(type=TEXT_TYPES[kind], metavar=METAVARS[kind])
+        flags = [_flag(name), *map(_flag, spellings)]
+        try:
+            group.add_argument(*flags, **settings)
+        except argparse.ArgumentError:  # the name is taken
+            group.add_argument(_flag(prefix.rstrip(".") + "_" + name), **settings)
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def model_owners() -> dict[str, tuple[Mapping[str, Option], Mapping[str, str]]]:
+    """Every registered model's options and flag aliases, by name."""
+    return {name: (MODELS.get(name).declared_options(), MODELS.get(name).flag_aliases) for name in MODELS.names()}
+
+
+def output_owners() -> dict[str, tuple[Mapping[str, Option], Mapping[str, str]]]:
+    """Every registered output layer's options, side inputs left out (``--side`` gives them),
+    and its flag aliases, by name."""
+    owners: dict[str, tuple[Mapping[str, Option], Mapping[str, str]]] = {}
+    for name in OUTPUTS.names():
+        layer = OUTPUTS.get(name)
+        options = {key: option for key, option in layer.declared_options().items() if key not in SIDE_INPUTS}
+        owners[name] = (options, layer.flag_aliases)
+    return owners
+
+
+def declared_values(args: argparse.Namespace, prefix: str) -> dict[str, Any]:
+    """The options of the generated flags under ``prefix`` that were given, by option name."""
+    return {
+        dest[len(prefix) :]: value
+        for dest, value in vars(args).items()
+        if dest.startswith(prefix) and value is not None
+    }
+
+
+def _output_help() -> str:
+    defaults: dict[str, list[str]] = {}
+    for name in MODELS.names():
+        output = MODELS.get(name).run_defaults().get("output")
+        if output is not None:
+            defaults.setdefault(output, []).append(name)
+    shown = "; ".join(f"{output} for {', '.join(models)}" for output, models in defaults.items())
+    return f"output layer (default {shown}; see 'bigvocab list')"
+
+
+def _side_help() -> str:
+    kinds = [
+        f"{kind}=PATH: {SIDE_LOADERS.describe(kind)} (read by {', '.join(side_input_readers(kind)) or 'none'})"
+        for kind in SIDE_LOADERS.names()
+    ]
+    given = " and ".join(VOCABULARY_SIDE_INPUTS)
+    return (
+        f"a side input of the output layer from outside the corpus (repeatable; {given} come from the corpus): "
+        + "; ".join(kinds)
+    )
+
+
+def _train_examples(flag_of: Mapping[str, str]) -> str:
+    """The examples of ``bigvocab train --help``, made of what the registries declare: the first
+    model with an output layer, the first layer with declared forms and one of its forms, and the
+    defaults of the models that declare their own (models with the same defaults on one line).
+    ``flag_of``: dest -> flag of the train parser."""
+    first = next(name for name in MODELS.names() if MODELS.get(name).has_distribution)
+    lines = [f"bigvocab train --model {first} --corpus synthetic:vocab_size=2000,tokens=200000 --epochs 5 --out runs/x"]
+    forms = [(name, options) for _, name, options in output_variants() if options]
+    if forms:
+        name, options = forms[0]
+        flags = " ".join(_given_as(flag_of, OUTPUT_DEST + key, value) for key, value in options.items())
+        lines.append(
+            f"bigvocab train --model {first} --output {name} {flags} --corpus brown-bengio:data/brown --out runs/y"
+        )
+    by_defaults: dict[str, list[str]] = {}
+    for model in MODELS.names():
+        by_defaults.setdefault(_defaults_text(model, flag_of), []).append(model)
+    for shown, models in by_defaults.items():
+        if shown:
+            lines.append(f"bigvocab train --model {models[0]} --corpus text8:data/text8 --out runs/{models[0]}")
+            lines.append(f"    ({', '.join(models)} default to {shown}; any of them can be given)")
+    lines.append("bigvocab train --out runs/x --resume --epochs 20      (continue a run, here to 20 epochs)")
+    return "examples:\n" + "".join(f"  {line}\n" for line in lines)
+
+
+def _defaults_text(model: str, flag_of: Mapping[str, str]) -> str:
+    """The flags of ``model``'s own run and output-layer defaults ('' when it has none)."""
+    model_class = MODELS.get(model)
+    defaults = model_class.run_defaults()
+    if set(defaults) <= {"output"}:
+        return ""
+    shown = " ".join(_given_as(flag_of, key, value) for key, value in defaults.items())
+    for name in OUTPUTS.names():
+        options = model_class.output_defaults(name)
+        if options:
+            given = " ".join(f"--output-opt {key}={str(value).lower()}" for key, value in options.items())
+            shown += f", and for --output {name} {given}"
+    return shown
+
+
+def _given_as(flag_of: Mapping[str, str], dest: str, value: Any) -> str:
+    """How the value of ``dest`` is written on the command line (``--tree huffman``, ``--shared``)."""
+    flag = flag_of[dest]
+    if isinstance(value, bool):
+        return flag if value else "--no-" + flag.removeprefix("--")
+    return f"{flag} {value}"
+
+
+def _bench_examples() -> str:
+    from bigvocab.bench.options import example_patterns
+
+    return (
+        "examples:\n  bigvocab bench --quick\n"
+        f"  bigvocab bench --outputs '{example_patterns()}' --vocab-sizes 10k,100k --out bench-out\n"
+        "  bigvocab bench --full --brown data/brown\n"
+        "  bigvocab bench --full --brown data/brown --resume   (continue that run in bench-out/ after a kill)\n"
+    )
+
+
 # ---------------------------------------------------------------------------------- parser
 def build_parser() -> Parser:
-    import bigvocab
-    from bigvocab.registry import OPTIMIZERS, SCHEDULES
     from bigvocab.train import TrainConfig  # importing it registers the optimisers and schedules
 
     parser = Parser(
         prog="bigvocab",
         description="Large-vocabulary output layers behind one interface: train, evaluate, export, benchmark.",
-        epilog="examples:\n  bigvocab list\n  bigvocab train --model nnlm --output full --epochs 3 --out runs/x\n"
+        epilog="examples:\n  bigvocab list\n  bigvocab train --model nnlm --epochs 3 --out runs/x\n"
         "  bigvocab eval --checkpoint runs/x/best.pt\n\nrun 'bigvocab COMMAND --help' for a command's options",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -202,83 +325,45 @@ def build_parser() -> Parser:
     train = command(
         "train",
         "train a model and report its exact test perplexity",
-        TRAIN_EXAMPLES,
+        "",  # the examples, once every flag exists
         run_train,
         usage="bigvocab train --model NAME --out DIR [options]\n"
         "       bigvocab train --out DIR --resume [--epochs N ...]",
     )
-    group = train.add_argument_group("model")
-    group.add_argument(
+    model_group = train.add_argument_group("model (each model's options, from its config)")
+    model_group.add_argument(
         "--model",
         metavar="NAME",
-        help="required (except with --resume): nnlm, lstm, skipgram, cbow or cw (see 'bigvocab list')",
+        help=f"required (except with --resume): {', '.join(MODELS.names())} (see 'bigvocab list')",
     )
-    group.add_argument("--context", type=positive_int, help="nnlm: context words (n-1)")
-    group.add_argument("--embedding-dim", type=positive_int, metavar="N", help="nnlm, lstm, cw: embedding size")
-    group.add_argument("--hidden-dim", type=positive_int, metavar="N", help="nnlm, lstm, cw: hidden size")
-    group.add_argument("--direct", action=argparse.BooleanOptionalAction, help="nnlm: direct input-output connections")
-    group.add_argument("--layers", dest="num_layers", type=positive_int, metavar="N", help="lstm: layers")
-    group.add_argument("--dropout", type=nonnegative_float, metavar="P", help="lstm: dropout probability")
-    group.add_argument("--bptt", type=positive_int, metavar="N", help="lstm: truncated-BPTT length")
-    group.add_argument(
-        "--tie", dest="tie_weights", action=argparse.BooleanOptionalAction, help="lstm: tie input and output embeddings"
-    )
-    group.add_argument("--vector-size", type=positive_int, metavar="N", help="skipgram, cbow: vector size")
-    group.add_argument("--window", type=positive_int, metavar="N", help="skipgram, cbow, cw: window")
-    group.add_argument("--sample", type=nonnegative_float, metavar="T", help="skipgram, cbow: subsampling threshold")
-    group.add_argument("--cbow-mean", action=argparse.BooleanOptionalAction, help="cbow: mean (not sum) of context")
-    group.add_argument("--sparse", action=argparse.BooleanOptionalAction, help="sparse embedding gradients")
-    group.add_argument(
+    model_group.add_argument(
         "--model-opt",
         action="append",
         type=key_value,
         default=[],
         metavar="KEY=VALUE",
-        help="any other model option (repeatable)",
+        help="any model option (repeatable)",
     )
-
-    group = train.add_argument_group("output layer")
-    group.add_argument("--output", help="output layer (default full; neg for skipgram and cbow; see 'bigvocab list')")
-    group.add_argument(
-        "--num-samples",
-        "--negative",
-        dest="num_samples",
-        type=positive_int,
-        metavar="K",
-        help="samples per example or step (sampling layers); --negative is gensim's name for neg",
-    )
-    group.add_argument("--sampler", help="proposal of a sampling layer (uniform, unigram, log_uniform, ...)")
-    group.add_argument(
-        "--ns-exponent", type=nonnegative_float, metavar="P", help="neg: power of its unigram sampler (default 0.75)"
-    )
-    group.add_argument("--tree", help="hsm: huffman, balanced, random, class or clustered (with --tree-vectors)")
-    group.add_argument(
-        "--tree-vectors",
-        type=Path,
-        metavar="PATH",
-        help="hsm --tree clustered: the word vectors to cluster (Mnih & Hinton 2008), a "
-        "'bigvocab train' checkpoint (.pt) or a word2vec file (.bin binary, else text)",
-    )
-    group.add_argument("--cutoffs", type=int_list, metavar="LIST", help="adaptive, dsoftmax: e.g. 2000,10000")
-    group.add_argument(
-        "--div-value",
-        type=positive_float,
-        metavar="F",
-        help="adaptive: tail cluster i projects to H / F^(i+1) dimensions (default 4)",
-    )
-    group.add_argument(
+    output_group = train.add_argument_group("output layer (each layer's options, from its constructor)")
+    output_group.add_argument("--output", metavar="NAME", help=_output_help())
+    output_group.add_argument(
         "--output-opt",
         action="append",
         type=key_value,
         default=[],
         metavar="KEY=VALUE",
-        help="any other output-layer option, e.g. power=0.75 (repeatable)",
+        help="any output-layer option, e.g. shared=false (repeatable)",
+    )
+    output_group.add_argument(
+        "--side", action="append", type=key_path, default=[], metavar="KIND=PATH", help=_side_help()
     )
 
     group = train.add_argument_group("corpus")
     group.add_argument("--corpus", metavar="SPEC", help="corpus spec (default synthetic; see 'bigvocab list')")
     group.add_argument("--min-count", type=positive_int, metavar="N", help="rarer training words become <unk>")
-    group.add_argument("--max-vocab", type=positive_int, metavar="N", help="bound on the vocabulary size")
+    group.add_argument(
+        "--max-vocab", dest="max_size", type=positive_int, metavar="N", help="bound on the vocabulary size"
+    )
 
     defaults = TrainConfig()
     group = train.add_argument_group("training")
@@ -288,7 +373,11 @@ def build_parser() -> Parser:
     group.add_argument("--lr", type=positive_float, help=f"learning rate (default {defaults.lr})")
     group.add_argument("--momentum", type=nonnegative_float, help=f"momentum, nesterov (default {defaults.momentum})")
     group.add_argument("--weight-decay", type=nonnegative_float, metavar="L2", help="L2 penalty (default 0)")
-    group.add_argument("--lr-schedule", help=f"{', '.join(SCHEDULES)} (default plateau; linear for cw)")
+    group.add_argument(
+        "--lr-schedule",
+        help=f"{', '.join(SCHEDULES)} (default {defaults.lr_schedule}; linear for a run without validation: "
+        "a model without a distribution, or --skip-perplexity)",
+    )
     group.add_argument(
         "--lr-decay",
         type=positive_float,
@@ -313,11 +402,13 @@ def build_parser() -> Parser:
     )
     group.add_argument("--max-steps", type=positive_int, metavar="N", help="stop after N optimiser steps")
     group.add_argument("--checkpoint-every", type=positive_int, metavar="N", help="also save last.pt every N steps")
+    engine_layers = [name for name in OUTPUTS.names() if OUTPUTS.get(name).engine_kind is not None]
     group.add_argument(
         "--workers",
         type=positive_int,
         metavar="N",
-        help="skipgram, cbow with neg or hsm: threads of the compiled engine (default 1)",
+        help=f"threads of word2vec's compiled engine, which trains word2vec's models with {' or '.join(engine_layers)} "
+        "(default 1)",
     )
     group.add_argument("--no-progress", action="store_true", help="no progress bar")
     group.add_argument(
@@ -329,7 +420,7 @@ def build_parser() -> Parser:
     group.add_argument(
         "--skip-perplexity",
         action="store_true",
-        help="no validation or test perplexity (for word vectors: exact evaluation of neg over the "
+        help="no validation or test perplexity (for word vectors: exact evaluation of a sampled layer over the "
         "whole vocabulary can cost more than training); no best.pt, no early stopping",
     )
 
@@ -343,6 +434,12 @@ def build_parser() -> Parser:
         action="store_true",
         help="with --resume: go on although the corpus files changed since the run started",
     )
+    # after every other flag, so that a model or layer option whose name is taken gets a prefix
+    add_declared_flags(model_group, MODEL_DEST, model_owners())
+    add_declared_flags(output_group, OUTPUT_DEST, output_owners())
+    flag_of = {dest: action.option_strings[0] for dest, action in _flag_actions(train).items()}
+    train.set_defaults(flag_of=flag_of)
+    train.epilog = _train_examples(flag_of)
 
     evaluate = command("eval", "exact perplexity of a checkpoint, and word-vector benchmarks", EVAL_EXAMPLES, run_eval)
     evaluate.add_argument("--checkpoint", required=True, metavar="PATH", help="a best.pt or last.pt")
@@ -354,8 +451,9 @@ def build_parser() -> Parser:
     evaluate.add_argument(
         "--log-normaliser",
         action="store_true",
-        help="also the mean and spread of log Z over the split (full, sampling and "
-        "self-normalising layers): how self-normalised the model is",
+        help="also the mean and spread of log Z over the split, for a layer with a single normaliser ("
+        + ", ".join(name for name in OUTPUTS.names() if hasattr(OUTPUTS.get(name), "log_normaliser"))
+        + "): how self-normalised the model is",
     )
     evaluate.add_argument("--analogy", metavar="FILE", help="questions-words file: 3CosAdd accuracy")
     evaluate.add_argument(
@@ -385,7 +483,7 @@ def build_parser() -> Parser:
     command(
         "bench",
         "benchmark every output layer on this machine (see 'bigvocab bench --help')",
-        BENCH_EXAMPLES,
+        "",  # bench's own parser shows the examples (run_bench_command)
         run_bench_command,
         add_help=False,
     )
@@ -395,16 +493,16 @@ def build_parser() -> Parser:
 # ---------------------------------------------------------------------------------- list
 def run_list(args: argparse.Namespace, extra: Sequence[str]) -> int:
     import bigvocab.data
-    import bigvocab.models
     import bigvocab.train  # noqa: F401  (registers the optimisers and schedules)
-    from bigvocab.registry import CORPORA, MODELS, OPTIMIZERS, OUTPUTS, SAMPLERS, SCHEDULES, SCORERS, TREES
+    from bigvocab.registry import CORPORA, SAMPLERS, SCORERS, TREES
 
     width = shutil.get_terminal_size((100, 24)).columns
     sections = (
         ("output layers (--output)", OUTPUTS, None),
-        ("scorers", SCORERS, None),
-        ("hsm trees (--tree)", TREES, None),
+        ("scorers (--scorer)", SCORERS, None),
+        (f"{_takers('tree')} trees (--tree)", TREES, None),
         ("samplers (--sampler)", SAMPLERS, None),
+        ("side inputs (--side)", SIDE_LOADERS, None),
         ("models (--model)", MODELS, None),
         ("optimizers (--optimizer)", OPTIMIZERS, None),
         ("lr schedules (--lr-schedule)", SCHEDULES, None),
@@ -423,15 +521,40 @@ def run_list(args: argparse.Namespace, extra: Sequence[str]) -> int:
     return 0
 
 
+def _takers(option: str) -> str:
+    """The registered layers that take ``option``, comma-separated."""
+    return ", ".join(name for name in OUTPUTS.names() if option in OUTPUTS.get(name).declared_options())
+
+
 # ---------------------------------------------------------------------------------- train
 def _given(args: argparse.Namespace, names: Sequence[str]) -> dict[str, Any]:
     return {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
 
 
+def _flag_actions(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    """dest -> the action of each flag of ``parser``."""
+    return {action.dest: action for action in parser._actions if action.option_strings}
+
+
+def _train_options(args: argparse.Namespace) -> list[str]:
+    """The dests of the training flags: the TrainConfig fields that have a flag."""
+    from bigvocab.train import TrainConfig
+
+    return [field.name for field in dataclasses.fields(TrainConfig) if field.name in args.flag_of]
+
+
+def _resumable(args: argparse.Namespace) -> list[str]:
+    """The dests of the training flags that may change on --resume (bigvocab.train.RESUME_OVERRIDES
+    that have a flag; ``progress`` is --no-progress's)."""
+    from bigvocab.train.config import RESUME_OVERRIDES
+
+    return [name for name in RESUME_OVERRIDES if name in args.flag_of]
+
+
 def _train_config(args: argparse.Namespace, needs_output: bool):
     from bigvocab.train import TrainConfig
 
-    options = _given(args, TRAIN_OPTIONS)
+    options = _given(args, _train_options(args))
     if options.get("patience") == 0:
         options["patience"] = None
     # plateau follows validation perplexity; a run without one decays linearly instead
@@ -440,55 +563,71 @@ def _train_config(args: argparse.Namespace, needs_output: bool):
     return TrainConfig(progress=not args.no_progress, **options)
 
 
+def apply_model_defaults(args: argparse.Namespace) -> dict[str, Any]:
+    """Fill the run options the user left unset with what the model declares
+    (:meth:`~bigvocab.models.base.WordModel.run_defaults`: word2vec's are gensim's), except the
+    vocabulary options for a corpus with a fixed vocabulary, which refuses them; returns the
+    model's options for the chosen output layer (the user's flags and ``--output-opt`` override them)."""
+    from bigvocab.data.corpora import builds_vocabulary
+
+    model_class = MODELS.get(args.model)
+    fixed_vocabulary = not builds_vocabulary(args.corpus or "synthetic")
+    for name, value in model_class.run_defaults().items():
+        if getattr(args, name) is None and not (name in CORPUS_OPTIONS and fixed_vocabulary):
+            setattr(args, name, value)
+    return model_class.output_defaults(args.output) if args.output is not None else {}
+
+
 def _stored_values(checkpoint: dict[str, Any]) -> dict[str, Any]:
-    """dest -> the value the stored run has for it (what a repeated option must equal)."""
+    """dest -> the value the stored run has for it (what a repeated option must equal): the
+    stored TrainConfig's fields, the model and output layer, the corpus options, the side inputs'
+    paths, and the model's and the layer's options under the generated flags' dests."""
     meta, config = checkpoint.get("meta") or {}, checkpoint.get("config") or {}
-    corpus_options = meta.get("corpus_options") or {}
-    stored = {name: config.get(name) for name in TRAIN_OPTIONS}
-    stored.update({name: (meta.get("model_kwargs") or {}).get(name) for name in MODEL_OPTIONS})
-    stored.update({name: (meta.get("output_kwargs") or {}).get(name) for name in OUTPUT_OPTIONS})
-    stored.update(
-        model=meta.get("model"),
-        output=meta.get("output"),
-        tree_vectors=meta.get("tree_vectors"),
-        min_count=corpus_options.get("min_count"),
-        max_vocab=corpus_options.get("max_size"),
-    )
+    stored = dict(config)
+    stored.update(model=meta.get("model"), output=meta.get("output"), **(meta.get("corpus_options") or {}))
+    stored.update({f"side.{kind}": path for kind, path in (meta.get("side") or {}).items()})
+    stored.update({MODEL_DEST + key: value for key, value in (meta.get("model_kwargs") or {}).items()})
+    stored.update({OUTPUT_DEST + key: value for key, value in (meta.get("output_kwargs") or {}).items()})
     return stored
+
+
+def _given_run_options(args: argparse.Namespace) -> dict[str, tuple[str, Any]]:
+    """dest -> (the option as the user wrote it, its value) of every option given that
+    describes the run: flags, ``--model-opt``/``--output-opt`` keys and ``--side`` kinds."""
+    given = {
+        dest: (flag, getattr(args, dest))
+        for dest, flag in args.flag_of.items()
+        if dest in (*_train_options(args), "model", "output", *CORPUS_OPTIONS)
+        or dest.startswith((MODEL_DEST, OUTPUT_DEST))
+    }
+    given = {dest: pair for dest, pair in given.items() if pair[1] is not None and dest not in _resumable(args)}
+    given.update({MODEL_DEST + key: (f"--model-opt {key}", value) for key, value in args.model_opt})
+    given.update({OUTPUT_DEST + key: (f"--output-opt {key}", value) for key, value in args.output_opt})
+    given.update({f"side.{kind}": (f"--side {kind}", str(Path(path).resolve())) for kind, path in args.side})
+    return given
 
 
 def _resume_overrides(args: argparse.Namespace, checkpoint: dict[str, Any]) -> dict[str, Any]:
     """The options given with --resume. An option that defines the run is accepted only with the
     value the run already has; any other value is refused."""
     stored = _stored_values(checkpoint)
-    given = {name: getattr(args, name) for name in stored if name not in RESUMABLE and getattr(args, name) is not None}
-    if "patience" in given and given["patience"] == 0:
-        given["patience"] = None
-    if "tree_vectors" in given:
-        given["tree_vectors"] = str(Path(given["tree_vectors"]).resolve())
-    meta = checkpoint.get("meta") or {}
-    pairs = [("model_opt", key, value, (meta.get("model_kwargs") or {}).get(key)) for key, value in args.model_opt]
-    pairs += [("output_opt", key, value, (meta.get("output_kwargs") or {}).get(key)) for key, value in args.output_opt]
-    changed = ["--" + name.replace("_", "-") for name, value in given.items() if value != stored[name]]
-    changed += [f"--{flag.replace('_', '-')} {key}" for flag, key, value, old in pairs if value != old]
+    given = _given_run_options(args)
+    changed = [flag for dest, (flag, value) in given.items() if value != stored.get(dest)]
     if changed:
-        allowed = ", ".join("--" + name.replace("_", "-") for name in RESUMABLE)
+        allowed = ", ".join(args.flag_of[name] for name in _resumable(args))
         raise ConfigError(
             f"--resume continues the stored run; {', '.join(changed)} cannot change (only {allowed}, "
             "--no-progress; --corpus may name the same files in another place)"
         )
-    overrides = _given(args, RESUMABLE)
+    overrides = _given(args, _resumable(args))
     if overrides.get("patience") == 0:
         overrides["patience"] = None
     return {**overrides, "progress": not args.no_progress}
 
 
 def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
-    import bigvocab.models  # noqa: F401  (registers the models)
     from bigvocab.checkpoint import load_checkpoint
     from bigvocab.distributed.training import DistributedTraining
-    from bigvocab.models.word2vec import WORD2VEC_MODELS
-    from bigvocab.registry import MODELS
     from bigvocab.runs import new_run, resume_run, run_summary, train_and_test
     from bigvocab.train import CLI_SPELLING, RunLock, check_out_dir, resolve_device
 
@@ -524,20 +663,18 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
             if args.allow_changed_corpus:
                 raise ConfigError("--allow-changed-corpus goes with --resume")
             model_class = MODELS.get(args.model)
-            output_defaults = _apply_word2vec_defaults(args) if args.model in WORD2VEC_MODELS else {}
-            output_kwargs = {**output_defaults, **_given(args, OUTPUT_OPTIONS), **dict(args.output_opt)}
-            _check_tree_vectors(args, output_kwargs)
+            output_defaults = apply_model_defaults(args)
             trainer, corpus = new_run(
                 args.model,
-                args.output or ("full" if model_class.has_distribution else None),
+                args.output,
                 _train_config(args, model_class.has_distribution),
                 out,
                 corpus=args.corpus or "synthetic",
-                model_kwargs={**_given(args, MODEL_OPTIONS), **dict(args.model_opt)},
-                output_kwargs=output_kwargs,
+                model_kwargs={**declared_values(args, MODEL_DEST), **dict(args.model_opt)},
+                output_kwargs={**output_defaults, **declared_values(args, OUTPUT_DEST), **dict(args.output_opt)},
                 min_count=args.min_count,
-                max_size=args.max_vocab,
-                tree_vectors=args.tree_vectors,
+                max_size=args.max_size,
+                side=dict(args.side),
                 validate=not args.skip_perplexity,
                 overwrite=args.overwrite,
                 progress=progress,
@@ -559,35 +696,6 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
     if distributed is not None:
         distributed.leave()
     return 0
-
-
-def _check_tree_vectors(args: argparse.Namespace, output_kwargs: dict[str, Any]) -> None:
-    """--tree-vectors goes with a layer that declares it reads word vectors (hsm's clustered tree),
-    checked before the corpus is read."""
-    from bigvocab.outputs.factory import output_side_inputs
-
-    reads_vectors = args.output is not None and "vectors" in output_side_inputs(args.output, **output_kwargs)
-    if args.tree_vectors is not None and not reads_vectors:
-        raise ConfigError("--tree-vectors goes with a layer that reads word vectors (--output hsm --tree clustered)")
-    if args.tree_vectors is None and reads_vectors:
-        raise ConfigError(
-            "--tree clustered needs --tree-vectors PATH: word vectors over this vocabulary, e.g. the "
-            "best.pt of a run with another output layer, or a word2vec file (Mnih & Hinton 2008)"
-        )
-
-
-def _apply_word2vec_defaults(args: argparse.Namespace) -> dict[str, Any]:
-    """Fill the options the user left unset with gensim's defaults (``word2vec_defaults()`` in
-    bigvocab.models.word2vec); returns the output layer's word2vec options (the user's
-    ``--output-opt`` still override them)."""
-    from bigvocab.models.word2vec import word2vec_defaults, word2vec_output_options
-
-    synthetic = (args.corpus or "synthetic").partition(":")[0] == "synthetic"
-    for name, value in word2vec_defaults().items():
-        # the synthetic language keeps all its words and refuses a min_count
-        if getattr(args, name) is None and not (name == "min_count" and synthetic):
-            setattr(args, name, value)
-    return word2vec_output_options(args.output)
 
 
 def _summary_line(summary: dict[str, Any]) -> str:
@@ -679,10 +787,10 @@ def run_eval(args: argparse.Namespace, extra: Sequence[str]) -> int:
                 f"{searched:,} most frequent of {len(vectors):,} words)"
             )
         for path, pairs in pair_files:
-            result = evaluate_similarity(vectors, pairs)
+            similarity = evaluate_similarity(vectors, pairs)
             print(
-                f"similarity {Path(path).name}: spearman {_share(result.spearman)} "
-                f"({result.pairs:,} pairs, {result.skipped:,} skipped)"
+                f"similarity {Path(path).name}: spearman {_share(similarity.spearman)} "
+                f"({similarity.pairs:,} pairs, {similarity.skipped:,} skipped)"
             )
     return 0
 
@@ -716,7 +824,7 @@ def run_bench_command(args: argparse.Namespace, extra: Sequence[str]) -> int:
     parser = Parser(
         prog="bigvocab bench",
         description="Benchmark every registered output layer on this machine.",
-        epilog=BENCH_EXAMPLES,
+        epilog=_bench_examples(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_bench_arguments(parser)

@@ -18,7 +18,7 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -79,7 +79,7 @@ def atomic_write_text(path: PathLike, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def remove_stale_temporaries(folder: PathLike, names: Iterator[str]) -> list[Path]:
+def remove_stale_temporaries(folder: PathLike, names: Iterable[str]) -> list[Path]:
     """Delete the temporary files :func:`atomic_output` left for ``names`` in ``folder`` when its
     process was killed mid-write (``.last.pt.k2j3.tmp``); returns what was removed."""
     removed = []

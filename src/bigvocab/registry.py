@@ -7,6 +7,7 @@ is filled by the package that defines its entries, when that package is imported
 * :data:`OUTPUTS`, :data:`SCORERS`, :data:`TREES` -- :mod:`bigvocab.outputs`;
 * :data:`SAMPLERS` -- :mod:`bigvocab.samplers`;
 * :data:`CORPORA` -- :mod:`bigvocab.data`;
+* :data:`SIDE_LOADERS` -- :mod:`bigvocab.evaluate` (word vectors);
 * :data:`INDEXES` -- :mod:`bigvocab.index`;
 * :data:`MODELS` -- :mod:`bigvocab.models`;
 * :data:`OPTIMIZERS`, :data:`SCHEDULES` -- :mod:`bigvocab.train`;
@@ -22,24 +23,28 @@ import difflib
 import inspect
 import re
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from bigvocab.errors import ConfigError, UnknownNameError
 
-T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-class Registry(Generic[T]):
-    """A mapping from names to factories, with helpful errors on unknown names."""
+class Registry:
+    """A mapping from names to factories, with helpful errors on unknown names.
+
+    Entries are typed ``Any``: their classes live in the packages above this module, which it
+    must not import."""
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
-        self._factories: dict[str, Callable[..., T]] = {}
+        self._factories: dict[str, Any] = {}
 
-    def register(self, name: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
-        """Decorator that registers a class or factory under ``name``."""
+    def register(self, name: str) -> Callable[[F], F]:
+        """Decorator that registers a class or factory under ``name`` and returns it unchanged
+        (a decorated class keeps its type)."""
 
-        def decorate(factory: Callable[..., T]) -> Callable[..., T]:
+        def decorate(factory: F) -> F:
             if name in self._factories:
                 raise ValueError(f"{self.kind} {name!r} is registered twice")
             self._factories[name] = factory
@@ -48,18 +53,23 @@ class Registry(Generic[T]):
 
         return decorate
 
+    def unregister(self, name: str) -> None:
+        """Remove ``name`` (an entry registered for a while, as a test's throwaway layer)."""
+        self.get(name)  # an unknown name names the valid ones
+        del self._factories[name]
+
     def names(self) -> list[str]:
         """The registered names in registration order."""
         return list(self._factories)
 
-    def get(self, name: str) -> Callable[..., T]:
+    def get(self, name: str) -> Any:
         """The factory for ``name``; an unknown name lists the valid ones and the closest."""
         try:
             return self._factories[name]
         except KeyError:
             raise UnknownNameError(unknown_name_message(self.kind, name, self.names())) from None
 
-    def create(self, name: str, *args: Any, **kwargs: Any) -> T:
+    def create(self, name: str, *args: Any, **kwargs: Any) -> Any:
         return self.get(name)(*args, **kwargs)
 
     def __contains__(self, name: object) -> bool:
@@ -79,7 +89,10 @@ def plain_summary(docstring: str) -> str:
     and *emphasis* markup reduced to their text."""
     paragraph = " ".join(re.split(r"\n\s*\n", docstring.strip())[0].split())
     paragraph = re.sub(r":[a-z]+:`~?(?:[\w.]*\.)?([^`]+)`", r"\1", paragraph)
-    return re.sub(r"``([^`]+)``|\*\*?([^*]+)\*\*?", lambda m: m.group(1) or m.group(2), paragraph)
+    # *emphasis* only where the stars stand outside a word, so that 2**24 keeps its power
+    return re.sub(
+        r"``([^`]+)``|(?<![\w*])\*\*?(?=\S)([^*]+?)(?<=\S)\*\*?(?![\w*])", lambda m: m.group(1) or m.group(2), paragraph
+    )
 
 
 def unknown_name_message(kind: str, name: str, valid: list[str]) -> str:
@@ -128,4 +141,7 @@ SCHEDULES: Registry = Registry("lr schedule")
 CORPORA: Registry = Registry("corpus kind")
 INDEXES: Registry = Registry("index kind")
 PEERS: Registry = Registry("benchmark peer")
+#: Side inputs a run gives its output layer from outside its corpus: kind (one of the layers'
+#: ``SIDE_INPUTS``) -> ``loader(path, vocab)`` returning the value over the run's vocabulary.
+SIDE_LOADERS: Registry = Registry("side input")
 CURRICULA: Registry = Registry("curriculum measure")

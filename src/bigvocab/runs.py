@@ -21,7 +21,7 @@ from typing import Any
 
 from torch import Tensor
 
-from bigvocab.checkpoint import build_from_meta, load_checkpoint
+from bigvocab.checkpoint import VOCABULARY_SIDE_INPUTS, build_from_meta, load_checkpoint
 from bigvocab.data.corpora import (
     EOS,
     Corpus,
@@ -33,9 +33,11 @@ from bigvocab.data.corpora import (
 from bigvocab.data.vocab import Vocab
 from bigvocab.distributed.training import DistributedTraining
 from bigvocab.errors import ConfigError, DataError
+from bigvocab.evaluate import vectors  # noqa: F401  (registers the word-vector side input)
 from bigvocab.evaluate.perplexity import perplexity
-from bigvocab.evaluate.vectors import load_word_vectors
-from bigvocab.registry import MODELS
+from bigvocab.outputs.base import OutputLayer
+from bigvocab.outputs.factory import side_input_readers
+from bigvocab.registry import MODELS, OUTPUTS, SIDE_LOADERS
 from bigvocab.train.config import RESUME_OVERRIDES, TrainConfig
 from bigvocab.train.rundir import PYTHON_SPELLING
 from bigvocab.train.trainer import Trainer
@@ -55,7 +57,7 @@ def new_run(
     output_kwargs: Mapping[str, Any] | None = None,
     min_count: int | None = None,
     max_size: int | None = None,
-    tree_vectors: PathLike | None = None,
+    side: Mapping[str, PathLike] | None = None,
     validate: bool = True,
     overwrite: bool = False,
     progress: bool = True,
@@ -67,9 +69,12 @@ def new_run(
     ``corpus``, and the corpus.
 
     Args:
-        tree_vectors: word vectors (a checkpoint or a word2vec file) clustered into the output
-            layer's ``tree`` (Mnih & Hinton 2008); the built tree, not the path, goes into the
-            run's description, so evaluation and resume never need the file again.
+        side: the output layer's side inputs from outside the corpus, kind -> path, each read by
+            its loader (:data:`~bigvocab.registry.SIDE_LOADERS`; ``vectors``: word vectors from a
+            checkpoint or a word2vec file). A layer must read each one given, and is given every
+            one it reads: the vocabulary's ``counts`` and ``words``, and these. The run records
+            the layer as built from them (:meth:`~bigvocab.outputs.base.OutputLayer.rebuild_options`),
+            so evaluation and resume never need the files again.
         validate: measure validation perplexity after every epoch (best.pt, early stopping).
         workers: threads of word2vec's compiled engine, which trains the run when it can
             (:func:`bigvocab.word2vec.trainer.trainer_class`); None: one thread where it does,
@@ -83,23 +88,28 @@ def new_run(
 
     model_class = MODELS.get(model)
     model_kwargs = dict(model_kwargs or {})
-    model_class.make_config(**model_kwargs)  # checks the model options before a long corpus read
+    side = dict(side or {})
+    # the model's options and the side inputs are checked before a long corpus read
+    model_class.make_config(**model_kwargs)
+    output_kwargs = dict(output_kwargs or {})
+    check_side_inputs(model, output, output_kwargs, side, spelling)
     data = load_corpus(corpus, min_count=min_count, max_size=max_size, progress=progress)
-    meta = {
+    meta: dict[str, Any] = {
         "model": model,
         "output": output,
         "model_kwargs": model_kwargs,
-        "output_kwargs": dict(output_kwargs or {}),
+        "output_kwargs": output_kwargs,
         "corpus": portable_spec(corpus),
         "corpus_fingerprint": corpus_fingerprint(corpus),
         "corpus_options": {"min_count": min_count, "max_size": max_size},
         "vocab": data.vocab.to_dict(),
         "seed": config.seed,
     }
-    if tree_vectors is not None:
-        meta["output_kwargs"]["tree"] = clustered_tree_from(tree_vectors, data.vocab).to_dict()
-        meta["tree_vectors"] = str(Path(tree_vectors).resolve())
-    built, _ = build_from_meta(meta)
+    loaded = {kind: SIDE_LOADERS.get(kind)(path, data.vocab) for kind, path in side.items()}
+    built, _ = build_from_meta(meta, side=loaded)
+    if side:
+        meta["side"] = {kind: str(Path(path).resolve()) for kind, path in side.items()}
+        meta["output_kwargs"] = _recorded_options(built.output, output_kwargs, side)
     chosen = _trainer_class(built, config, workers, spelling, distributed)
     trainer = chosen(
         built,
@@ -140,19 +150,59 @@ def _trainer_class(
     return Trainer
 
 
-def clustered_tree_from(path: PathLike, vocab: Vocab):
-    """Mnih & Hinton's (2008) tree over ``vocab`` from the word vectors in ``path``; words without
-    a vector are clustered at the mean vector, with a warning that counts them."""
-    from bigvocab.outputs.trees import clustered_tree
-
-    vectors, missing = load_word_vectors(path).aligned_to(vocab.words)
-    if missing:
-        warnings.warn(
-            f"{missing:,} of {len(vocab):,} words have no vector in {str(path)!r}; they are "
-            "clustered at the mean vector",
-            stacklevel=3,
+def check_side_inputs(
+    model: str,
+    output: str | None,
+    output_kwargs: Mapping[str, Any],
+    side: Mapping[str, Any],
+    spelling: Mapping[str, str] = PYTHON_SPELLING,
+) -> None:
+    """A :class:`ConfigError` unless the output layer ``output`` built with ``output_kwargs``
+    reads each of the ``side`` inputs given and is given each one it reads that a run's
+    vocabulary does not give (:data:`~bigvocab.checkpoint.VOCABULARY_SIDE_INPUTS`)."""
+    for kind in side:
+        SIDE_LOADERS.get(kind)  # an unknown kind names the valid ones
+    if output is None:
+        if side:
+            given = spelling["side"].format(kind=next(iter(side)))
+            raise ConfigError(f"{given}: model {model!r} has no output layer to read it")
+        return
+    layer = f"output layer {output!r}" + "".join(
+        f"{' with' if i == 0 else ','} {key}={value!r}" for i, (key, value) in enumerate(output_kwargs.items())
+    )
+    reads = OUTPUTS.get(output).side_inputs(output_kwargs)
+    unread = sorted(set(side) - reads)
+    if unread:
+        kind = unread[0]
+        readers = ", ".join(side_input_readers(kind)) or "none"
+        raise ConfigError(
+            f"{spelling['side'].format(kind=kind)}: {layer} does not read {kind} (the layers that do: {readers})"
         )
-    return clustered_tree(vectors)
+    missing = sorted(reads - set(VOCABULARY_SIDE_INPUTS) - set(side))
+    if missing:
+        kind = missing[0]
+        raise ConfigError(
+            f"{layer} reads {kind}, which the corpus does not give: pass {spelling['side'].format(kind=kind)}: "
+            + (_lower_first(SIDE_LOADERS.describe(kind)) if kind in SIDE_LOADERS else "no loader is registered for it")
+        )
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
+def _recorded_options(layer: OutputLayer, options: dict[str, Any], side: Mapping[str, Any]) -> dict[str, Any]:
+    """``layer``'s options as a run records them: rebuilt without the ``side`` inputs, which a
+    checkpoint does not carry."""
+    rebuilt = layer.rebuild_options(options)
+    still = type(layer).side_inputs(rebuilt) & set(side)
+    if still:
+        name = getattr(type(layer), "registered_name", type(layer).__name__)
+        raise ConfigError(
+            f"output layer {name!r} cannot be recorded without its {', '.join(sorted(still))} "
+            "(its rebuild_options keeps reading them), so its runs could not be evaluated or resumed"
+        )
+    return rebuilt
 
 
 def resume_run(

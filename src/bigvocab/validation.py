@@ -68,6 +68,6 @@ def check_num_samples(num_samples: object, num_classes: int, *, default: int | N
     if k >= num_classes:
         raise ConfigError(
             f"num_samples={k} must be smaller than the number of classes ({num_classes}); "
-            "use the 'full' output layer to normalise over every class"
+            "to normalise over every class, use an exact output layer instead of a sampled one"
         )
     return k

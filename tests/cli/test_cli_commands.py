@@ -78,7 +78,8 @@ def test_list_shows_every_registry_and_corpus_form(capsys):
     for expected in (
         "output layers (--output):",
         "full",
-        "scorers:",
+        "scorers (--scorer):",
+        "side inputs (--side):",
         "hsm trees (--tree):",
         "huffman",
         "samplers (--sampler):",
@@ -349,8 +350,8 @@ def test_clustered_tree_from_a_checkpoints_vectors_is_stored_in_the_run(capsys, 
         [
             "train",
             *hsm,
-            "--tree-vectors",
-            str(nnlm_run / "best.pt"),
+            "--side",
+            f"vectors={nnlm_run / 'best.pt'}",
             "--corpus",
             SPEC,
             "--epochs",
@@ -365,20 +366,24 @@ def test_clustered_tree_from_a_checkpoints_vectors_is_stored_in_the_run(capsys, 
     assert "valid perplexity" in run_ok(
         capsys, ["eval", "--checkpoint", str(out / "best.pt"), "--split", "valid", "--no-progress"]
     )
-    run_error(capsys, ["train", *hsm, "--corpus", SPEC, "--out", str(tmp_path / "x")], "needs --tree-vectors")
+    run_error(
+        capsys,
+        ["train", *hsm, "--corpus", SPEC, "--out", str(tmp_path / "x")],
+        "reads vectors, which the corpus does not give: pass --side vectors=PATH",
+    )
     run_error(
         capsys,
         [
             "train",
             *TINY_NNLM,
-            "--tree-vectors",
-            str(nnlm_run / "best.pt"),
+            "--side",
+            f"vectors={nnlm_run / 'best.pt'}",
             "--corpus",
             SPEC,
             "--out",
             str(tmp_path / "y"),
         ],
-        "reads word vectors (--output hsm --tree clustered)",
+        "does not read vectors (the layers that do: hsm[clustered])",
     )
 
 

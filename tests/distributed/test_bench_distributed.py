@@ -44,3 +44,8 @@ def test_ratios_take_the_largest_rank_against_one_process():
 def test_distributed_needs_two_processes(processes, tmp_path):
     with pytest.raises(ConfigError, match="--distributed needs at least 2 processes"):
         run_distributed_bench(BenchConfig.quick(out=tmp_path), processes)
+
+
+def test_distributed_without_an_out_folder_is_refused_up_front():
+    with pytest.raises(ConfigError, match="under out: give it a folder"):
+        run_distributed_bench(BenchConfig.quick(out=None, vocab_sizes=()), 2)

@@ -74,10 +74,13 @@ CASES = [
     ),
     (["train", *TINY, "--corpus", CORPUS, "--min-count", "100000", "--out", "{root}/new"], "unknown"),
     # trees
-    (["train", *HSM, "--tree", "clustered", "--corpus", CORPUS, "--out", "{root}/new"], "needs --tree-vectors"),
     (
-        ["train", *TINY, "--tree-vectors", "{root}/run/best.pt", "--corpus", CORPUS, "--out", "{root}/new"],
-        "reads word vectors (--output hsm --tree clustered)",
+        ["train", *HSM, "--tree", "clustered", "--corpus", CORPUS, "--out", "{root}/new"],
+        "reads vectors, which the corpus does not give: pass --side vectors=PATH",
+    ),
+    (
+        ["train", *TINY, "--side", "vectors={root}/run/best.pt", "--corpus", CORPUS, "--out", "{root}/new"],
+        "does not read vectors (the layers that do: hsm[clustered])",
     ),
     (
         [
@@ -85,8 +88,8 @@ CASES = [
             *HSM,
             "--tree",
             "clustered",
-            "--tree-vectors",
-            "{root}/vectors.bin",
+            "--side",
+            "vectors={root}/vectors.bin",
             "--corpus",
             CORPUS,
             "--out",
@@ -100,8 +103,8 @@ CASES = [
             *HSM,
             "--tree",
             "clustered",
-            "--tree-vectors",
-            "{root}/nope.txt",
+            "--side",
+            "vectors={root}/nope.txt",
             "--corpus",
             CORPUS,
             "--out",

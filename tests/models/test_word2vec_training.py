@@ -13,7 +13,7 @@ import torch
 
 import bigvocab
 from bigvocab.checkpoint import load_checkpoint
-from bigvocab.cli import _apply_word2vec_defaults, _train_config, build_parser, main
+from bigvocab.cli import _train_config, apply_model_defaults, build_parser, main
 from bigvocab.errors import ConfigError
 from bigvocab.models import build_model
 from bigvocab.samplers.base import Sampler
@@ -45,7 +45,7 @@ def zipf_counts(size: int) -> list[int]:
 # ------------------------------------------------------------------------------ defaults
 def parsed(*argv: str):
     args = build_parser().parse_args(["train", "--out", "unused", *argv])
-    return args, _apply_word2vec_defaults(args)
+    return args, apply_model_defaults(args)
 
 
 @pytest.mark.parametrize("model", ["skipgram", "cbow"])

@@ -21,7 +21,15 @@ V, H = 37, 6
 
 #: Options tested besides each layer's defaults and its declared ``variants`` (hsm's trees...).
 EXTRA_CASES: dict[str, list[dict]] = {
-    "sampled": [{"shared": False}, {"remove_accidental_hits": False}],
+    "sampled": [
+        {"shared": False},
+        {"remove_accidental_hits": False},
+        {"candidates": "in_batch"},
+        {"candidates": "mixed", "shared": False},
+        {"temperature": 0.5},
+    ],
+    "neg": [{"candidates": "in_batch"}],
+    "bce": [{"candidates": "mixed", "shared": False}],
     "nce": [{"normaliser": "learned"}],
     "char": [{"constrained": False}, {"cell": "gru"}],
 }

@@ -9,6 +9,8 @@ import pytest
 import torch
 
 import bigvocab
+from bigvocab.errors import ConfigError
+from bigvocab.outputs.scorers.base import Scorer
 
 V, H, N = 25, 4, 6
 
@@ -83,3 +85,11 @@ def test_word2vec_defaults():
     )
     negatives_shape = layer._draw(N)[0].shape
     assert negatives_shape == (N, 5)
+
+
+def test_zero_init_over_a_scorer_without_free_rows_names_it():
+    class UnregisteredScorer(Scorer):
+        pass
+
+    with pytest.raises(ConfigError, match="'UnregisteredScorer' scorer has no free output rows"):
+        bigvocab.create_output("neg", H, V, counts=zipf_counts(V), scorer=UnregisteredScorer(H, V), zero_init=True)

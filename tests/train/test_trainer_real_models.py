@@ -1,7 +1,11 @@
 """Exact resume with the library's own models, whose sampled output layers draw from the global
-RNG: the checkpoint's RNG states must put every draw back where it was."""
+RNG and may carry state that every step updates (Yi et al.'s streaming frequency estimate of the
+in-batch candidates): the checkpoint's RNG states and the layer's buffers must put every draw and
+every estimate back where they were, so that the losses and the weights are the straight run's."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 import torch
@@ -14,6 +18,8 @@ SPEC = "synthetic:vocab_size=100,num_classes=5,tokens=2000"
 CASES = [
     ("nnlm", "sampled", {"num_samples": 10}, {"context": 2, "embedding_dim": 8, "hidden_dim": 8}),
     ("skipgram", "neg", {"num_samples": 5}, {"vector_size": 8, "window": 2}),
+    ("nnlm", "sampled", {"candidates": "in_batch", "frequency": "streaming"}, {"context": 2, "embedding_dim": 8}),
+    ("nnlm", "sampled", {"candidates": "mixed", "num_samples": 10, "frequency": "streaming"}, {"context": 2}),
 ]
 
 
@@ -35,7 +41,7 @@ def test_stop_mid_epoch_and_resume_equals_straight_run(corpus, tmp_path, name, o
             output_kwargs=output_kwargs,
         )
 
-    config = dict(epochs=2, batch_size=64, progress=False, optimizer="adam", lr=0.01)
+    config = dict(epochs=2, batch_size=64, progress=False, optimizer="adam", lr=0.01, log_every=1)
     straight = build()
     steps = Trainer(straight, corpus.train, corpus.valid, TrainConfig(**config), out_dir=tmp_path / "a").fit()["steps"]
     stop = steps // 2 + 1  # inside the second epoch
@@ -44,3 +50,11 @@ def test_stop_mid_epoch_and_resume_equals_straight_run(corpus, tmp_path, name, o
     Trainer.resume(tmp_path / "b", resumed, corpus.train, corpus.valid, max_steps=None).fit()
     for key, value in straight.state_dict().items():
         assert torch.equal(value, resumed.state_dict()[key]), key
+
+    def step_losses(run: str) -> list[tuple[int, float]]:
+        events = map(json.loads, (tmp_path / run / "metrics.jsonl").read_text().splitlines())
+        return [(event["step"], event["loss"]) for event in events if event["event"] == "step"]
+
+    assert step_losses("b") == step_losses("a")
+    if output_kwargs.get("frequency") == "streaming":
+        assert int(resumed.output.frequency.step) == steps

@@ -11,6 +11,14 @@ from bigvocab.bench.harness.journal import JOURNAL_NAME
 from bigvocab.bench.report import summary_table
 from bigvocab.bench.runner import run_bench
 from bigvocab.bench.suites.distributed import run_distributed_bench
+from bigvocab.outputs.factory import output_variants, reference_output
+
+
+def example_patterns() -> str:
+    """An ``--outputs`` value made of registered names: the reference layer and every declared
+    form of the first layer that declares variants (``full,hsm*``)."""
+    varied = next((name for _, name, options in output_variants() if options), None)
+    return reference_output() + (f",{varied}*" if varied else "")
 
 
 def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,14 +50,14 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
         "--ann-weights",
         default="clustered",
         metavar="clustered|fitted|PATH",
-        help="with --ann: synthetic clustered weights (default), a full layer fitted to the test rows, or the "
-        "output layer of a checkpoint queried with its corpus's test hidden states",
+        help=f"with --ann: synthetic clustered weights (default), a {reference_output()} layer fitted to the test "
+        "rows, or the output layer of a checkpoint queried with its corpus's test hidden states",
     )
     parser.add_argument(
         "--outputs",
         metavar="PATTERNS",
-        help="comma-separated names or fnmatch patterns of the rows to run, e.g. 'hsm*,sampled' "
-        "(default: every registered layer, each hsm tree, and the PyTorch peers; 'full' always runs)",
+        help=f"comma-separated names or fnmatch patterns of the rows to run, e.g. '{example_patterns()}' (default: "
+        f"every registered layer, once per declared variant, and the PyTorch peers; {reference_output()!r} always runs)",
     )
     parser.add_argument("--vocab-sizes", metavar="SIZES", help="comma-separated V for the speed runs, e.g. 10k,100k,1M")
     parser.add_argument("--hidden", type=int, metavar="H", help="hidden size fed to the output layers (default 256)")

@@ -7,7 +7,9 @@ from __future__ import annotations
 import csv
 import json
 import shlex
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from bigvocab.bench.harness import formatting as fmt
 from bigvocab.bench.harness.config import BenchConfig
@@ -17,6 +19,7 @@ from bigvocab.bench.suites.recommend import ON_VALIDATION, TOLERANCE
 from bigvocab.bench.suites.roofline import MAX_PROBE_TABLE_BYTES, probe_table_mib
 from bigvocab.bench.suites.speed import WARMUP_BELOW_SECONDS
 from bigvocab.files import atomic_write_text
+from bigvocab.outputs.factory import reference_output
 from bigvocab.registry import OUTPUTS
 
 SUMMARY_COLUMNS = ["Approach", "Train speed-up", "Test speed-up", "PPL small vocab", "PPL large vocab", "Parameters %"]
@@ -83,7 +86,7 @@ def reproduce_command(config: BenchConfig) -> str:
     parts = ["bigvocab", "bench", f"--{config.mode}"]
     if config.outputs is not None:
         parts += ["--outputs", ",".join(config.outputs)]
-    options = [
+    options: list[tuple[str, str, Callable[[Any], str]]] = [
         ("vocab_sizes", "--vocab-sizes", lambda sizes: ",".join(str(v) for v in sizes)),
         ("hidden", "--hidden", str),
         ("batch", "--batch", str),
@@ -327,7 +330,7 @@ def _summary_caption(results: dict, config: BenchConfig) -> str:
         [results["summary"][0].get(f"ppl_{slot}_dataset") for slot in ("small", "large")] if results["summary"] else []
     )
     speed_part = (
-        f"Speed-ups over `full` at V = {largest:,}, H = {config.hidden}, N = {config.batch} "
+        f"Speed-ups over `{reference_output()}` at V = {largest:,}, H = {config.hidden}, N = {config.batch} "
         "(train: one training step; test: the exact normalised distribution, `log_softmax`, on the test-time "
         "rows N' of the raw table); "
         if largest
@@ -340,7 +343,7 @@ def _summary_caption(results: dict, config: BenchConfig) -> str:
         if any(datasets)
         else "no quality run; "
     )
-    return speed_part + quality_part + "parameters of the output layer as a percentage of `full`'s."
+    return speed_part + quality_part + f"parameters of the output layer as a percentage of `{reference_output()}`'s."
 
 
 def _searching_layers() -> list[str]:
@@ -349,23 +352,24 @@ def _searching_layers() -> list[str]:
 
 
 def _speed_caption(config: BenchConfig) -> str:
+    reference = reference_output()
     return (
-        f"Each speed-up is the median of the ratios full time / layer time over {config.repeats} repetitions, "
+        f"Each speed-up is the median of the ratios {reference} time / layer time over {config.repeats} repetitions, "
         "the two timed back to back in each repetition (order alternating), after a warm-up; IQR in brackets. "
         f"An operation whose call lasts under {WARMUP_BELOW_SECONDS:g} s is called once, untimed, before each of its "
         "timings, so that it is not charged for the caches and pages the other layer's call left. "
         f"Fewer repetitions are made where {config.repeats} pairs would last over {config.op_budget_seconds:g} s "
         "(the JSON/CSV give each count); `(1 pair)` marks a speed-up from a single pair, which has no spread, "
         "and `(1 call)` an operation whose single call outlasts that budget: its warm-up call is set against "
-        "one call of full's. "
+        f"one call of {reference}'s. "
         "Training steps use N rows; `log_softmax` and top-10 use the test-time rows N' (N unless N x V floats "
         "would exceed the cap in the notes). "
         f"Top-10 fitted: layers whose exact top-k is a pruned search ({', '.join(_searching_layers())}) again, "
         f"on a copy first fitted to those N' rows ({FIT_STEPS} Adagrad steps on their targets; p = the mean "
         "target probability reached), "
-        "against full's top-10, whose cost does not depend on the weights: an untrained layer is flat, the "
+        f"against {reference}'s top-10, whose cost does not depend on the weights: an untrained layer is flat, the "
         "search's worst case. "
-        "`full` paired with itself shows the noise of the measurement. Peak step MiB: growth of the resident "
+        f"`{reference}` paired with itself shows the noise of the measurement. Peak step MiB: growth of the resident "
         "set (VmHWM after − VmRSS before) over the first training step in a separate process whose allocator "
         "returns freed blocks (CPU), or `torch.cuda.max_memory_allocated` growth (GPU); parameters excluded. "
         "Required GFLOP: the arithmetic the method must do (its declared cost model, see "

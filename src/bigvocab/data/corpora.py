@@ -57,16 +57,25 @@ _SPLIT_FILES = ("{}.txt", "ptb.{}.txt", "wiki.{}.tokens")
 FINGERPRINT_BYTES = 1 << 20
 
 
-def corpus_kind(name: str, form: str) -> Callable:
+def corpus_kind(name: str, form: str, *, builds_vocabulary: bool = True) -> Callable:
     """Register a loader in :data:`~bigvocab.registry.CORPORA` under ``name``
     (``name -> loader(spec, arg, options)``); ``form`` shows how a spec of this kind is written,
-    and the loader's docstring's first paragraph describes it."""
+    and the loader's docstring's first paragraph describes it. ``builds_vocabulary`` False: the
+    kind has a fixed vocabulary and refuses ``min_count`` and ``max_size``."""
 
     def decorate(loader: Callable) -> Callable:
         loader.form = form  # type: ignore[attr-defined]
+        loader.builds_vocabulary = builds_vocabulary  # type: ignore[attr-defined]
         return CORPORA.register(name)(loader)
 
     return decorate
+
+
+def builds_vocabulary(spec: str) -> bool:
+    """Whether the corpus ``spec`` builds its vocabulary from its training split, and so takes
+    ``min_count`` and ``max_size`` (an unknown kind: True, and :func:`load_corpus` names it)."""
+    kind = spec.partition(":")[0]
+    return kind not in CORPORA or CORPORA.get(kind).builds_vocabulary
 
 
 _SYNTHETIC_DEFAULTS = {
@@ -210,7 +219,7 @@ def fingerprint_difference(stored: dict | None, current: dict | None) -> str | N
     return None
 
 
-@corpus_kind("synthetic", "synthetic[:vocab_size=V,num_classes=K,tokens=N,seed=S]")
+@corpus_kind("synthetic", "synthetic[:vocab_size=V,num_classes=K,tokens=N,seed=S]", builds_vocabulary=False)
 def _load_synthetic(spec: str, arg: str, options: _Options) -> Corpus:
     """The embedded synthetic language (the default); its perplexity floor is known."""
     if options.min_count is not None or options.max_size is not None:

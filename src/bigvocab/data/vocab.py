@@ -88,7 +88,7 @@ class Vocab:
         min_count: int = 1,
         max_size: int | None = None,
         unk: str | None = "<unk>",
-        reserved: Sequence[str] = (),
+        reserved: Iterable[str] = (),
     ) -> Vocab:
         """The vocabulary of a word -> count mapping (its iteration order breaks ties).
 

@@ -51,10 +51,10 @@ def gather_state_dict(module: nn.Module, *, dst: int | None = 0) -> dict[str, Te
     return state if complete else None
 
 
-def shard_state_dict(module: nn.Module, full_state: dict[str, Tensor]) -> dict[str, Tensor]:
+def shard_state_dict(module: nn.Module, full_state: dict[str, Tensor]) -> dict[str, Any]:
     """This rank's state dict for ``module`` cut from a one-process ``full_state``; load it with
     ``module.load_state_dict``. Needs no communication: every rank reads the same full state."""
-    state = dict(full_state)
+    state: dict[str, Any] = dict(full_state)
     for key, layout in _layouts(module):
         if key in state:
             state[key] = layout.cut(state[key], key=key)

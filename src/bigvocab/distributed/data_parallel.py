@@ -92,7 +92,7 @@ def average_gradients(parameters: Iterable[nn.Parameter], group: Any) -> None:
     if not params:
         return
     world_size = dist.get_world_size(group)
-    dense: dict[tuple[torch.dtype, torch.device], list[nn.Parameter]] = {}
+    dense: dict[tuple[torch.dtype, torch.device], list[Tensor]] = {}
     for param, kind in zip(params, _kinds(params, group)):
         if kind == _SPARSE:
             if param.grad is None:
@@ -105,13 +105,13 @@ def average_gradients(parameters: Iterable[nn.Parameter], group: Any) -> None:
         elif kind == _DENSE:
             if param.grad is None:
                 param.grad = torch.zeros_like(param)
-            dense.setdefault((param.grad.dtype, param.grad.device), []).append(param)
-    for members in dense.values():
-        flat = torch.cat([p.grad.reshape(-1) for p in members])
+            dense.setdefault((param.grad.dtype, param.grad.device), []).append(param.grad)
+    for grads in dense.values():
+        flat = torch.cat([grad.reshape(-1) for grad in grads])
         dist.all_reduce(flat, group=group)
         flat /= world_size
         offset = 0
-        for param in members:
-            size = param.grad.numel()
-            param.grad.copy_(flat[offset : offset + size].view_as(param.grad))
+        for grad in grads:
+            size = grad.numel()
+            grad.copy_(flat[offset : offset + size].view_as(grad))
             offset += size

@@ -24,7 +24,7 @@ and :func:`gather_shards` concatenates per-rank blocks along the class dimension
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import torch
 import torch.distributed as dist
@@ -123,6 +123,10 @@ def gather_blocks(
     return [part.narrow(dim, 0, size) for part, size in zip(parts, sizes)]
 
 
+@overload
+def gather_uneven(tensor: Tensor, shard: VocabShard, dim: int) -> Tensor: ...
+@overload
+def gather_uneven(tensor: Tensor, shard: VocabShard, dim: int, *, dst: int | None) -> Tensor | None: ...
 def gather_uneven(tensor: Tensor, shard: VocabShard, dim: int, *, dst: int | None = None) -> Tensor | None:
     """Per-rank blocks whose size along ``dim`` is the rank's class count, concatenated in rank
     order into the full vocabulary along ``dim`` (see :func:`gather_blocks` for ``dst``)."""
@@ -132,28 +136,28 @@ def gather_uneven(tensor: Tensor, shard: VocabShard, dim: int, *, dst: int | Non
 
 class _CopyToShards(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, tensor: Tensor, group: Any) -> Tensor:  # type: ignore[override]
+    def forward(ctx, tensor: Tensor, group: Any) -> Tensor:
         ctx.group = group
         return tensor.view_as(tensor)
 
     @staticmethod
-    def backward(ctx, grad: Tensor):  # type: ignore[override]
+    def backward(ctx, grad: Tensor):
         return all_reduce(grad, ctx.group), None
 
 
 class _SumOverShards(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, tensor: Tensor, group: Any) -> Tensor:  # type: ignore[override]
+    def forward(ctx, tensor: Tensor, group: Any) -> Tensor:
         return all_reduce(tensor, group)
 
     @staticmethod
-    def backward(ctx, grad: Tensor):  # type: ignore[override]
+    def backward(ctx, grad: Tensor):
         return grad, None
 
 
 class _LogSumExpOverShards(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, local: Tensor, group: Any) -> Tensor:  # type: ignore[override]
+    def forward(ctx, local: Tensor, group: Any) -> Tensor:
         # Shifting by the global maximum keeps every exp(.) <= 1 (no overflow), and the rank
         # holding the maximum contributes exp(0) = 1 (no total underflow).
         shift = all_reduce(local, group, dist.ReduceOp.MAX)
@@ -163,7 +167,7 @@ class _LogSumExpOverShards(torch.autograd.Function):
         return result
 
     @staticmethod
-    def backward(ctx, grad: Tensor):  # type: ignore[override]
+    def backward(ctx, grad: Tensor):
         local, result = ctx.saved_tensors
         # d/d a_r log Σ exp(a) = exp(a_r - log Σ exp(a)): this rank's share of the normaliser.
         return grad * torch.exp(local - result), None
@@ -171,12 +175,12 @@ class _LogSumExpOverShards(torch.autograd.Function):
 
 class _GatherShards(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, local: Tensor, shard: VocabShard) -> Tensor:  # type: ignore[override]
+    def forward(ctx, local: Tensor, shard: VocabShard) -> Tensor:
         ctx.shard = shard
         return gather_uneven(local, shard, dim=-1)
 
     @staticmethod
-    def backward(ctx, grad: Tensor):  # type: ignore[override]
+    def backward(ctx, grad: Tensor):
         # The gathered output is replicated, so its gradient is too: each rank keeps its columns.
         shard = ctx.shard
         return grad[..., shard.start : shard.stop], None

@@ -125,7 +125,7 @@ class DistributedTraining:
         if self.vocab_parallel and output is None:
             raise ConfigError(f"{type(model).__name__} has no output layer to split over the vocabulary")
         broadcast_module(model, self.group)
-        if self.vocab_parallel:
+        if self.vocab_parallel and output is not None:
             model.output = output.shard_vocabulary(self.group)
         return model
 

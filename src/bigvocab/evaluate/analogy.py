@@ -111,7 +111,7 @@ def read_analogies(path: str | os.PathLike) -> list[tuple[str, list[Question]]]:
             raise DataError(f"{str(path)!r} line {number}: an analogy has 4 words, got {len(words)}: {line!r}")
         if not sections:
             sections.append(("questions", []))
-        sections[-1][1].append(tuple(words))
+        sections[-1][1].append((words[0], words[1], words[2], words[3]))
     if not any(questions for _, questions in sections):
         raise DataError(f"analogy file {str(path)!r} holds no questions")
     return sections

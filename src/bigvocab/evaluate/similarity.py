@@ -31,7 +31,7 @@ class SimilarityResult:
         return {"spearman": self.spearman, "pairs": self.pairs, "skipped": self.skipped}
 
 
-def average_ranks(values: Sequence[float]) -> np.ndarray:
+def average_ranks(values: Sequence[float] | np.ndarray) -> np.ndarray:
     """1-based ranks of ``values``; tied values share the mean of the ranks they span."""
     values = np.asarray(values, dtype=np.float64)
     order = np.argsort(values, kind="stable")
@@ -45,7 +45,7 @@ def average_ranks(values: Sequence[float]) -> np.ndarray:
     return ranks
 
 
-def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+def spearman(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float:
     """Spearman's rho: Pearson's correlation of the average ranks (nan if either is constant)."""
     if len(x) != len(y):
         raise DataError(f"spearman needs two sequences of one length, got {len(x)} and {len(y)}")

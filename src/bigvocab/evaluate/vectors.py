@@ -13,6 +13,7 @@ what ``restrict_vocab`` relies on: the first N rows are the N most frequent word
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,7 +21,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from bigvocab.data.vocab import Vocab
 from bigvocab.errors import DataError
+from bigvocab.registry import SIDE_LOADERS
 from bigvocab.validation import check_positive_int
 
 PathLike = str | os.PathLike
@@ -166,6 +169,21 @@ def load_word2vec_format(path: PathLike, binary: bool = False) -> WordVectors:
         return WordVectors(words, torch.from_numpy(vectors))
     except DataError as error:
         raise DataError(f"{str(path)!r}: {error}") from None
+
+
+@SIDE_LOADERS.register("vectors")
+def vectors_for_vocabulary(path: PathLike, vocab: Vocab) -> Tensor:
+    """Word vectors over the run's vocabulary, a (V, D) tensor, from a ``bigvocab train``
+    checkpoint (``.pt``) or a word2vec file (``.bin`` binary, else text).
+
+    A word without a vector gets the mean vector, with a warning that counts them."""
+    vectors, missing = load_word_vectors(path).aligned_to(vocab.words)
+    if missing:
+        warnings.warn(
+            f"{missing:,} of {len(vocab):,} words have no vector in {str(path)!r}; they get the mean vector",
+            stacklevel=2,
+        )
+    return vectors
 
 
 def load_word_vectors(path: PathLike) -> WordVectors:

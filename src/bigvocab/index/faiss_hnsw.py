@@ -30,6 +30,7 @@ class FaissHNSW(NeighbourIndex):
     """
 
     SEARCH_OPTIONS = ("ef_search", "candidates")
+    ef_search: int
 
     def __init__(
         self, rows: Tensor, *, M: int = 16, ef_construction: int = 40, ef_search: int = 32, candidates: int = 10

@@ -29,6 +29,7 @@ class HnswlibHNSW(NeighbourIndex):
     """
 
     SEARCH_OPTIONS = ("ef_search", "candidates")
+    ef_search: int
 
     def __init__(
         self,

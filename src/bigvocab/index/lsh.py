@@ -38,6 +38,7 @@ class SignProjectionLSH(ApproxIndex):
     """
 
     SEARCH_OPTIONS = ("probes",)
+    probes: int
 
     def __init__(self, rows: Tensor, *, bits: int = 16, tables: int = 8, probes: int = 2, seed: int = 0) -> None:
         check_positive_int("bits", bits)

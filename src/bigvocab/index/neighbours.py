@@ -19,6 +19,8 @@ from bigvocab.validation import check_positive_int
 class NeighbourIndex(ApproxIndex):
     """Base of the kinds whose library returns a (N, C) matrix of nearest ids."""
 
+    candidates: int  # a search option each kind declares, set by tune
+
     def _set_search_option(self, name: str, value: int) -> None:
         setattr(self, name, check_positive_int(name, value))
 

@@ -133,29 +133,29 @@ def _table_grad(
 
 class _PairDots(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, hidden: Tensor, table: Tensor, example: Tensor, row: Tensor) -> Tensor:  # type: ignore[override]
+    def forward(ctx, hidden: Tensor, table: Tensor, example: Tensor, row: Tensor) -> Tensor:
         hidden, table = hidden.contiguous(), table.contiguous()
-        example, row = example.contiguous().numpy(), row.contiguous().numpy()
-        by_row = _group(row, table.shape[0])
-        out = hidden.new_empty(example.shape[0])
-        arrays = (hidden.numpy(), table.numpy(), *by_row, example, out.numpy())
+        example_ids, row_ids = example.contiguous().numpy(), row.contiguous().numpy()
+        by_row = _group(row_ids, table.shape[0])
+        out = hidden.new_empty(example_ids.shape[0])
+        arrays = (hidden.numpy(), table.numpy(), *by_row, example_ids, out.numpy())
         run_in_ranges(
             _dots, arrays, table.shape[0], torch.get_num_threads(), work=by_row[0], work_per_item=table.shape[1]
         )
         ctx.save_for_backward(hidden, table)
-        ctx.pairs = example, row, by_row
+        ctx.pairs = example_ids, row_ids, by_row
         return out
 
     @staticmethod
-    def backward(ctx, grad: Tensor):  # type: ignore[override]
+    def backward(ctx, grad: Tensor):
         hidden, table = ctx.saved_tensors
         example, row, by_row = ctx.pairs
-        grad = grad.contiguous().numpy()
+        grad_values = grad.contiguous().numpy()
         hidden_grad = table_grad = None
         if ctx.needs_input_grad[0]:
             hidden_grad = torch.empty_like(hidden)
             by_example = _group(example, hidden.shape[0])
-            arrays = (grad, table.numpy(), row, *by_example, hidden_grad.numpy())
+            arrays = (grad_values, table.numpy(), row, *by_example, hidden_grad.numpy())
             run_in_ranges(
                 _hidden_grad,
                 arrays,
@@ -166,7 +166,7 @@ class _PairDots(torch.autograd.Function):
             )
         if ctx.needs_input_grad[1]:
             table_grad = torch.empty_like(table)
-            arrays = (grad, hidden.numpy(), *by_row, example, table_grad.numpy())
+            arrays = (grad_values, hidden.numpy(), *by_row, example, table_grad.numpy())
             run_in_ranges(
                 _table_grad,
                 arrays,

@@ -48,6 +48,7 @@ def build_model(
     words: Sequence[str] | None = None,
     model_kwargs: Mapping[str, Any] | None = None,
     output_kwargs: Mapping[str, Any] | None = None,
+    side: Mapping[str, Any] | None = None,
 ) -> WordModel:
     """Build the registered model ``name`` with the output layer ``output_name``.
 
@@ -61,6 +62,8 @@ def build_model(
         words: the vocabulary strings, given to output layers that take ``words`` (``cnn``).
         model_kwargs: the model's options (its config dataclass fields).
         output_kwargs: the output layer's options.
+        side: other side inputs of the output layer by kind (``vectors``), passed like ``counts``
+            and ``words`` to the layers that read them.
     """
     cls = MODELS.get(name)
     model_kwargs = dict(model_kwargs or {})
@@ -77,5 +80,7 @@ def build_model(
         raise ConfigError(f"model {name!r} needs an output layer (one of: {', '.join(OUTPUTS.names())})")
     in_features = cls.output_features(**model_kwargs)
     words = output_kwargs.pop("words", words)
-    output = create_output(output_name, in_features, vocab_size, counts=counts, words=words, **output_kwargs)
+    output = create_output(
+        output_name, in_features, vocab_size, counts=counts, words=words, **dict(side or {}), **output_kwargs
+    )
     return cls(vocab_size, output, **extra, **model_kwargs)

@@ -8,22 +8,27 @@ A model knows nothing about which output layer it has: it feeds ``self.output`` 
 only, so every method (full, tree, sampled, ...) works with every model.
 
 Each model describes its options with a dataclass (``config_class``): the fields are the keyword
-options with their defaults, ``__post_init__`` validates them, and ``output_features()`` gives the
-in_features the output layer must have. ``output_features`` is also a classmethod of the model, so
-a builder can size the output layer before the model exists.
+options with their defaults, each explained by the ``#:`` comment above it (``bigvocab train``
+makes every field a flag with that help), ``__post_init__`` validates them, and
+``output_features()`` gives the in_features the output layer must have. ``output_features`` is
+also a classmethod of the model, so a builder can size the output layer before the model exists.
+A model also declares what a run of it uses where the caller says nothing (:meth:`WordModel.run_defaults`,
+:meth:`WordModel.output_defaults`): word2vec's are gensim's.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
-from typing import Any, ClassVar
+from collections.abc import Iterator, Mapping
+from typing import Any, ClassVar, cast
 
 import torch
 from torch import Tensor, nn
 
+from bigvocab.declarations import Option, dataclass_options
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.base import OutputLayer
+from bigvocab.outputs.factory import reference_output
 from bigvocab.registry import unknown_name_message
 from bigvocab.validation import check_flag, check_positive_int
 
@@ -50,6 +55,11 @@ class WordModel(nn.Module):
     has_distribution: ClassVar[bool] = False
     #: True when the constructor takes the training frequencies as ``counts=``.
     uses_counts: ClassVar[bool] = False
+    #: Other names users know an option by, option -> name: ``bigvocab train`` accepts ``--NAME``
+    #: as another spelling of the option's flag.
+    flag_aliases: ClassVar[Mapping[str, str]] = {}
+    #: The input embedding, set by each subclass.
+    embedding: nn.Embedding
 
     def __init__(self, vocab_size: int, **options: Any) -> None:
         super().__init__()
@@ -71,6 +81,26 @@ class WordModel(nn.Module):
             if key not in valid:
                 raise ConfigError(unknown_name_message(f"{cls.model_name()} option", key, valid))
         return cls.config_class(**options)
+
+    @classmethod
+    def declared_options(cls) -> dict[str, Option]:
+        """The fields of ``config_class`` with their kind of value, default and help (the ``#:``
+        comment above each; :func:`bigvocab.declarations.dataclass_options`)."""
+        return dataclass_options(cls.config_class)
+
+    @classmethod
+    def run_defaults(cls) -> dict[str, Any]:
+        """What a run of this model uses where its caller gives no value, by the names of
+        :func:`bigvocab.runs.new_run`: ``output`` (a registered output layer), the corpus's
+        ``min_count`` and ``max_size``, and :class:`~bigvocab.train.TrainConfig` fields
+        (``patience`` 0: never stop early). Empty here: the general defaults apply."""
+        return {}
+
+    @classmethod
+    def output_defaults(cls, output: str) -> dict[str, Any]:
+        """Options this model gives the registered output layer ``output`` unless its caller
+        sets them (none here)."""
+        return {}
 
     # ------------------------------------------------------------------ the contract
     def batches(
@@ -101,7 +131,7 @@ class WordModel(nn.Module):
         found: dict[int, nn.Parameter] = {}
         for module in self.modules():
             if isinstance(module, nn.Embedding) and module.sparse:
-                found[id(module.weight)] = module.weight
+                found[id(module.weight)] = cast(nn.Parameter, module.weight)  # nn.Embedding types it a Tensor
         return list(found.values())
 
 
@@ -120,6 +150,12 @@ class LanguageModel(WordModel):
     """
 
     has_distribution = True
+
+    @classmethod
+    def run_defaults(cls) -> dict[str, Any]:
+        """The exact softmax (:func:`~bigvocab.outputs.factory.reference_output`) when no output
+        layer is named."""
+        return {"output": reference_output()}
 
     def __init__(self, vocab_size: int, output: OutputLayer | None, **options: Any) -> None:
         super().__init__(vocab_size, **options)

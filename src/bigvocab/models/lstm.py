@@ -84,6 +84,7 @@ class LSTMLM(LanguageModel):
     """
 
     config_class = LSTMConfig
+    flag_aliases = {"num_layers": "layers", "tie_weights": "tie"}
 
     def __init__(self, vocab_size: int, output, **options) -> None:
         super().__init__(vocab_size, output, **options)

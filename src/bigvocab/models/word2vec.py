@@ -71,13 +71,13 @@ from bigvocab.validation import check_positive_int
 #: Centre words turned into examples at a time (bounds the memory of one chunk).
 CENTRES_PER_CHUNK = 1 << 14
 
-#: skipgram and cbow train with gensim's defaults where the user gave no value (``bigvocab train``
-#: and :class:`bigvocab.Word2Vec` read them): negative sampling, alpha=0.025 decaying linearly to
-#: min_alpha=1e-4 by plain SGD (the models make lr a step per example, see above), 5 epochs,
-#: min_count=5, and no early stopping (the linear schedule assumes the whole run; word2vec keeps
-#: the last vectors). Names are those of ``TrainConfig`` / the CLI; patience 0 is "never".
-WORD2VEC_MODELS = ("skipgram", "cbow")
-WORD2VEC_DEFAULTS = {
+#: skipgram and cbow train with gensim's defaults where the user gave no value (their
+#: ``run_defaults``, which ``bigvocab train`` applies, and :class:`bigvocab.Word2Vec`): negative
+#: sampling, alpha=0.025 decaying linearly to min_alpha=1e-4 by plain SGD (the models make lr a
+#: step per example, see above), 5 epochs, min_count=5, and no early stopping (the linear schedule
+#: assumes the whole run; word2vec keeps the last vectors). Names are those of ``TrainConfig`` and
+#: ``new_run``; patience 0 is "never".
+WORD2VEC_DEFAULTS: dict[str, Any] = {
     "lr": 0.025,
     "lr_schedule": "linear",
     "min_lr": 1e-4,
@@ -102,7 +102,8 @@ def word2vec_defaults() -> dict[str, Any]:
 
 def word2vec_output_options(output: str) -> dict[str, Any]:
     """word2vec's options for the registered output layer ``output`` (empty for most layers)."""
-    return dict(WORD2VEC_KIND_OPTIONS.get(engine_kind_of(output), {}))
+    kind = engine_kind_of(output)
+    return dict(WORD2VEC_KIND_OPTIONS.get(kind, {})) if kind is not None else {}
 
 
 @dataclass
@@ -159,6 +160,18 @@ class Word2Vec(LanguageModel):
     """
 
     uses_counts = True
+    #: Buffer: each word's probability of being kept by subsampling (V,), None when ``sample=0``.
+    keep_prob: Tensor | None
+
+    @classmethod
+    def run_defaults(cls) -> dict[str, Any]:
+        """gensim's defaults (:func:`word2vec_defaults`)."""
+        return word2vec_defaults()
+
+    @classmethod
+    def output_defaults(cls, output: str) -> dict[str, Any]:
+        """word2vec's options for ``output`` (:func:`word2vec_output_options`)."""
+        return word2vec_output_options(output)
 
     def __init__(self, vocab_size: int, output, *, counts: Sequence[int] | Tensor | None = None, **options) -> None:
         super().__init__(vocab_size, output, **options)

@@ -3,7 +3,9 @@
 Adding a layer is one new file here plus its import line below:
 
 * an objective over any scorer: subclass :class:`~bigvocab.outputs.objective.ScoredOutput` (or
-  :class:`~bigvocab.outputs.sampling.SamplingOutput` when it draws samples), write
+  :class:`~bigvocab.outputs.sampling.SamplingOutput` when it draws samples, or
+  :class:`~bigvocab.outputs.candidates.CandidateOutput` when it scores positives against
+  candidates from a sampler, the batch or hard negatives and writes only ``_objective``), write
   ``_loss(hidden, target, context)`` with ``self.class_logits`` / ``self.target_logits`` /
   ``self.target_and_class_logits`` / ``self.log_normaliser`` and ``_train_scores(target)`` (the
   scores a step computes, for its cost model), take ``**scorer_options`` and pass them on;
@@ -34,6 +36,7 @@ from bigvocab.outputs import ais  # noqa: F401  (registers)
 from bigvocab.outputs import target  # noqa: F401  (registers)
 from bigvocab.outputs import nce  # noqa: F401  (registers)
 from bigvocab.outputs import neg  # noqa: F401  (registers)
+from bigvocab.outputs import bce  # noqa: F401  (registers)
 from bigvocab.outputs import selfnorm  # noqa: F401  (registers)
 from bigvocab.outputs import infreq  # noqa: F401  (registers)
 from bigvocab.outputs import char  # noqa: F401  (registers)

@@ -19,7 +19,7 @@ more than ``max_chunk_elements`` logits, computed in bounded chunks and recomput
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import Tensor, nn
@@ -38,7 +38,7 @@ class _LinearLogProb(torch.autograd.Function):
     (N, V) logits for backward and reuses their memory for the gradient."""
 
     @staticmethod
-    def forward(ctx, x, weight, bias, target):  # type: ignore[override]
+    def forward(ctx, x, weight, bias, target):
         logits = x @ weight.t()
         if bias is not None:
             logits += bias
@@ -47,7 +47,7 @@ class _LinearLogProb(torch.autograd.Function):
         return logits.gather(1, target[:, None]).squeeze(1) - log_z
 
     @staticmethod
-    def backward(ctx, grad):  # type: ignore[override]
+    def backward(ctx, grad):
         x, weight, bias, target, logits, log_z = ctx.saved_tensors
         # d/d logits = g (onehot(target) - softmax); backward runs once, so the logits can be overwritten.
         grad_logits = torch.exp_(logits.sub_(log_z[:, None])).mul_(-grad[:, None])
@@ -121,6 +121,11 @@ class AdaptiveSoftmax(OutputLayer):
     def log_prob_cost(self, target: Tensor) -> Cost:
         return cluster_cost(self.head, self.edges, self.tail, target, training=False)
 
+    def _clusters(self) -> list[tuple[nn.Linear, nn.Linear]]:
+        """Every cluster's (projection H -> h_i, output h_i -> |V_i|): the two layers of ``tail[i]``."""
+        # A ModuleList types its items as plain Modules; __init__ puts two nn.Linear in each.
+        return [cast(tuple[nn.Linear, nn.Linear], tuple(cast(nn.Sequential, pair))) for pair in self.tail]
+
     def _cluster_of(self, target: Tensor) -> Tensor:
         """0 for shortlist ids, i + 1 for ids in cluster i."""
         return torch.bucketize(target, torch.tensor(self.cutoffs, device=target.device), right=True)
@@ -132,7 +137,7 @@ class AdaptiveSoftmax(OutputLayer):
         order = torch.argsort(cluster)
         counts = torch.bincount(cluster, minlength=len(self.edges)).tolist()
         start = counts[0]
-        for i, (projection, _) in enumerate(self.tail):
+        for i, (projection, _) in enumerate(self._clusters()):
             rows = order[start : start + counts[i + 1]]
             start += counts[i + 1]
             if rows.numel() == 0:
@@ -145,15 +150,15 @@ class AdaptiveSoftmax(OutputLayer):
     # The three cluster hooks: what a vocabulary-parallel layer replaces (its cluster rows are split).
     def _cluster_log_prob(self, cluster: int, x: Tensor, target: Tensor) -> Tensor:
         """log p(target | cluster) for the projected states x (n, h_i), target ids within the cluster."""
-        return self._block_log_prob(x, self.tail[cluster][1].weight, None, target)
+        return self._block_log_prob(x, self._clusters()[cluster][1].weight, None, target)
 
     def _cluster_log_softmax(self, cluster: int, x: Tensor) -> Tensor:
         """(n, |V_i|) log-distribution within the cluster for the projected states x."""
-        return torch.log_softmax(self.tail[cluster][1](x), dim=1)
+        return torch.log_softmax(self._clusters()[cluster][1](x), dim=1)
 
     def _cluster_topk(self, cluster: int, x: Tensor, k: int) -> tuple[Tensor, Tensor]:
         """The k best (log p within the cluster, ids within the cluster) for the projected states x."""
-        output = self.tail[cluster][1]
+        output = self._clusters()[cluster][1]
         return chunked_topk(x, output.weight, None, k, max_chunk_elements=self.max_chunk_elements)
 
     def _block_log_prob(self, x: Tensor, weight: Tensor, bias: Tensor | None, target: Tensor) -> Tensor:
@@ -167,7 +172,7 @@ class AdaptiveSoftmax(OutputLayer):
         # The same operations in the same order as PyTorch's module, so the values agree bit for bit.
         head_log_p = torch.log_softmax(self.head(hidden), dim=1)
         pieces = [head_log_p[:, : self.shortlist_size]]
-        for i, (projection, _) in enumerate(self.tail):
+        for i, (projection, _) in enumerate(self._clusters()):
             token = head_log_p[:, self.shortlist_size + i].unsqueeze(1)
             pieces.append(self._cluster_log_softmax(i, projection(hidden)) + token)
         return torch.cat(pieces, 1)
@@ -180,7 +185,7 @@ class AdaptiveSoftmax(OutputLayer):
             ids = torch.zeros((n, k), dtype=torch.long, device=hidden.device)
             first = min(k, self.shortlist_size)
             values[:, :first], ids[:, :first] = head_log_p[:, : self.shortlist_size].topk(first, dim=1)
-            for i, (projection, _) in enumerate(self.tail):
+            for i, (projection, _) in enumerate(self._clusters()):
                 # Every word of cluster i has log p <= log p(cluster i): skip rows it cannot improve.
                 token = head_log_p[:, self.shortlist_size + i]
                 rows = (token > values[:, k - 1]).nonzero().flatten()

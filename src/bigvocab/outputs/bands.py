@@ -30,8 +30,8 @@ def resolve_cutoffs(cutoffs: Sequence[int] | None, num_classes: int, counts=None
     if cutoffs is None:
         weights = zipf_counts(num_classes) if counts is None else as_counts(counts, num_classes, owner)
         mass = torch.cumsum(weights, 0) / weights.sum()
-        edges = torch.searchsorted(mass, torch.tensor(DEFAULT_BAND_MASSES, dtype=mass.dtype)) + 1
-        return sorted(set(edges.clamp(1, num_classes - 1).tolist()))
+        found = torch.searchsorted(mass, torch.tensor(DEFAULT_BAND_MASSES, dtype=mass.dtype)) + 1
+        return sorted(set(found.clamp(1, num_classes - 1).tolist()))
     try:
         edges = [int(c) for c in cutoffs]
     except (TypeError, ValueError):

@@ -1,20 +1,37 @@
 """The :class:`OutputLayer` contract shared by every method.
 
-Public methods accept ``hidden`` of shape (N, H) or (B, T, H) and ``target`` of the matching
-leading shape; they validate once, flatten to (N, H) / (N,), and call the subclass's private
-``_loss(hidden, target, context)`` / ``_log_prob(hidden, target)`` / ``_log_softmax(hidden)`` /
-``_topk(hidden, k)``, which write only the mathematics on flat tensors. Results are reshaped back
-to the caller's leading shape.
+Public methods accept ``hidden`` of shape (N, H) or (B, S, H) and ``target`` of the matching
+leading shape (single-label) or that shape plus a last dimension T (multi-label: T positives per
+row, padded with -1); they validate once, flatten to (N, H) / (N,) or (N, T), and call the
+subclass's private ``_loss(hidden, target, context)`` / ``_log_prob(hidden, target)`` /
+``_log_softmax(hidden)`` / ``_topk(hidden, k)``, which write only the mathematics on flat tensors.
+Results are reshaped back to the caller's leading shape.
+
+**Multi-label targets** (TensorFlow's ``num_true``) train on the uniform mixture over a row's
+positives: loss_i = (1/T_i) Σ_j -log p(y_ij | h_i) over its T_i valid positives, the
+cross-entropy against 1/T_i on each. The base class does it for every layer by flattening the
+valid (row, positive) pairs into the single-label ``_loss`` and weighing each pair 1/T_i
+(:meth:`OutputLayer._multi_label_loss`), which is exact for objectives defined per target; layers
+whose positives must share a candidate set override it (``sampled``, ``neg``, ``bce``), and so do
+those that can pay one normaliser per row instead of one per positive (``full``, ``selfnorm``,
+``infreq``). Exact
+``log_prob`` of a multi-label target is (N, T), 0 at the padding. A label listed twice in a row
+counts twice. See ``docs/design/candidates-and-multilabel.md``.
+
+**Hard negatives** (``loss(..., negatives=ids)``, ids shaped like a multi-label target) are
+validated here and reach only the layers that declare :attr:`OutputLayer.takes_negatives`.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, overload
 
 import torch
 from torch import Tensor, nn
 
+from bigvocab.declarations import Option, constructor_options
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.cost import Cost
 from bigvocab.outputs.engine import EngineTables
@@ -68,9 +85,20 @@ class OutputLayer(nn.Module):
     #: and ``_engine_tables``.
     engine_kind: ClassVar[str | None] = None
 
+    #: True when ``loss`` takes hard negatives per example (``negatives=``).
+    takes_negatives: ClassVar[bool] = False
+
     #: Why :meth:`shard_vocabulary` cannot split this layer (one line), for layers that have no
     #: vocabulary-parallel form.
     unsharded_reason: ClassVar[str] = "no vocabulary-parallel form is written for it"
+
+    #: True for the one layer the others are measured against and a language model gets when none
+    #: is named: the exact softmax, trained on its exact gradient (see :func:`reference_output`).
+    reference: ClassVar[bool] = False
+
+    #: Other names users know an option by, option -> name: ``bigvocab train`` accepts
+    #: ``--NAME`` as another spelling of the option's flag (gensim's ``--negative`` for ``num_samples``).
+    flag_aliases: ClassVar[Mapping[str, str]] = {}
 
     def __init__(self, in_features: int, num_classes: int) -> None:
         super().__init__()
@@ -91,6 +119,33 @@ class OutputLayer(nn.Module):
         """Which of :data:`SIDE_INPUTS` the layer built with ``options`` reads."""
         accepted = cls.accepted_options(options)
         return frozenset(name for name in SIDE_INPUTS if accepted is None or name in accepted)
+
+    @classmethod
+    def option_sources(cls, options: Mapping[str, Any]) -> list[type]:
+        """The classes whose constructors and ``Args`` sections declare the options of the layer
+        built with ``options``, most specific first: the layer's class and its bases below
+        :class:`OutputLayer` (a layer that hands options to a part it builds adds the part's class)."""
+        return [klass for klass in cls.__mro__ if issubclass(klass, OutputLayer) and klass is not OutputLayer]
+
+    @classmethod
+    def declared_options(cls, options: Mapping[str, Any] | None = None) -> dict[str, Option]:
+        """Each keyword option of the layer built with ``options`` (:meth:`accepted_options`; all
+        the keywords its constructors name when it accepts any), with the kind of value, the
+        default and the help that :meth:`option_sources` declare (:mod:`bigvocab.declarations`).
+        The side inputs are among them; H and V are not."""
+        options = options or {}
+        sources = cls.option_sources(options)
+        accepted = cls.accepted_options(options)
+        if accepted is None:
+            accepted = {name for source in sources for name in inspect.signature(source).parameters}
+        return constructor_options(accepted - {"in_features", "num_classes"}, sources)
+
+    def rebuild_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """Constructor options that rebuild this layer, built with ``options``, without the side
+        inputs a run gets from outside its corpus (word vectors): how a run records a layer whose
+        structure it built from them, so that evaluating or resuming never needs them again. A
+        layer that folds such an input into its structure returns that structure among them."""
+        return dict(options)
 
     def train_cost(self, target: Tensor) -> Cost | None:
         """FLOPs and bytes a training step on the targets (N,) must spend, from the layer's shape
@@ -139,21 +194,41 @@ class OutputLayer(nn.Module):
         raise ConfigError(f"{type(self).__name__} cannot be made vocabulary-parallel: {self.unsharded_reason}")
 
     # ------------------------------------------------------------------ public, validated
-    def loss(self, hidden: Tensor, target: Tensor, reduction: str = "mean", *, context: Tensor | None = None) -> Tensor:
-        """Training objective; ``reduction`` is ``mean`` (over examples), ``sum`` or ``none``.
+    def loss(
+        self,
+        hidden: Tensor,
+        target: Tensor,
+        reduction: str = "mean",
+        *,
+        context: Tensor | None = None,
+        negatives: Tensor | None = None,
+    ) -> Tensor:
+        """Training objective; ``reduction`` is ``mean`` (over examples), ``sum`` or ``none``
+        (one value per example, shaped like ``hidden.shape[:-1]``, multi-label or not).
 
-        ``context`` (optional, ids shaped like ``target``) is the token before each target. Models
-        that know it always pass it; it reaches the subclass's ``_loss`` flattened to (N,), and
-        only context-conditioned proposals (``ais`` with the ``bigram`` sampler, Bengio & Senécal
-        2008) read it.
+        ``target`` is ``hidden.shape[:-1]`` (one class per example) or that plus (T,) (several
+        positives per example, padded with -1; see the module docstring).
+
+        ``context`` (optional, ids shaped like ``hidden.shape[:-1]``) is the token before each
+        target. Models that know it always pass it; it reaches the subclass's ``_loss`` flattened
+        to (N,), and only context-conditioned proposals (``ais`` with the ``bigram`` sampler,
+        Bengio & Senécal 2008) read it.
+
+        ``negatives`` (optional, ids shaped ``hidden.shape[:-1] + (m,)``, -1 for padding) are
+        hard negatives given per example, for the layers that take them (:attr:`takes_negatives`).
         """
         if reduction not in REDUCTIONS:
             raise ConfigError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+        if negatives is not None and not self.takes_negatives:
+            raise ConfigError(self._no_negatives_message())
         if torch.is_grad_enabled():
             mark_distinct_rows(self.sparse_parameters())
-        flat_hidden, flat_target, lead = self._flatten(hidden, target)
+        flat_hidden, flat_target, lead = self._flatten(hidden, target, multi_label=True)
         flat_context = None if context is None else self._flatten_ids("context", context, lead, hidden.device)
-        per_example = self._loss(flat_hidden, flat_target, flat_context)
+        flat_negatives = None
+        if negatives is not None:
+            flat_negatives = self._flatten_ids("negatives", negatives, lead, hidden.device, per_row=True, padded=True)
+        per_example = self._batch_loss(flat_hidden, flat_target, flat_context, flat_negatives)
         if reduction == "mean":
             return per_example.mean()
         if reduction == "sum":
@@ -161,8 +236,11 @@ class OutputLayer(nn.Module):
         return per_example.reshape(lead)
 
     def log_prob(self, hidden: Tensor, target: Tensor) -> Tensor:
-        """Exact normalised log p(target | hidden), shape = target.shape."""
-        flat_hidden, flat_target, lead = self._flatten(hidden, target)
+        """Exact normalised log p(target | hidden), shape = target.shape; for a multi-label
+        target, each positive's, and 0 (with zero gradient) where the target is -1 padding."""
+        flat_hidden, flat_target, lead = self._flatten(hidden, target, multi_label=True)
+        if target.dim() == hidden.dim():
+            return self._multi_label_log_prob(flat_hidden, flat_target).reshape(target.shape)
         return self._log_prob(flat_hidden, flat_target).reshape(lead)
 
     def log_softmax(self, hidden: Tensor) -> Tensor:
@@ -222,7 +300,41 @@ class OutputLayer(nn.Module):
         among sparse ones override this."""
         return list(self.parameters()) if self.sparse_grad else []
 
+    def _no_negatives_message(self) -> str:
+        takers = [name for name in OUTPUTS.names() if getattr(OUTPUTS.get(name), "takes_negatives", False)]
+        name = getattr(type(self), "registered_name", type(self).__name__)
+        return f"output layer {name!r} takes no negatives= (hard negatives); the layers that do: {', '.join(takers)}"
+
     # ------------------------------------------------------------------ for subclasses
+    def _batch_loss(self, hidden: Tensor, target: Tensor, context: Tensor | None, negatives: Tensor | None) -> Tensor:
+        """(N, H), target (N,) or (N, T) padded with -1, context (N,) or None, negatives (N, m) or
+        None (only for layers that take them) -> (N,) per-example loss: ``_loss``, or the mixture
+        of :meth:`_multi_label_loss`."""
+        if target.dim() == 2:
+            return self._multi_label_loss(hidden, target, context)
+        return self._loss(hidden, target, context)
+
+    def _multi_label_loss(self, hidden: Tensor, target: Tensor, context: Tensor | None) -> Tensor:
+        """(N, H), (N, T) padded with -1 -> (N,): the single-label ``_loss`` of each valid (row,
+        positive) pair, weighed 1/T_i and summed per row -- the uniform mixture over the row's
+        positives, exact for an objective defined per target."""
+        rows, columns = (target >= 0).nonzero(as_tuple=True)
+        pair_context = None if context is None else context.index_select(0, rows)
+        pair_loss = self._loss(hidden.index_select(0, rows), target[rows, columns], pair_context)
+        weight = (target >= 0).sum(dim=1).to(pair_loss.dtype).reciprocal()
+        return pair_loss.new_zeros(hidden.shape[0]).index_add(0, rows, pair_loss * weight.index_select(0, rows))
+
+    def _multi_label_log_prob(self, hidden: Tensor, target: Tensor) -> Tensor:
+        """(N, H), (N, T) padded with -1 -> (N, T) exact log-probabilities, 0 at the padding."""
+        rows, columns = (target >= 0).nonzero(as_tuple=True)
+        values = self._log_prob(hidden.index_select(0, rows), target[rows, columns])
+        return values.new_zeros(target.shape).index_put((rows, columns), values)
+
+    def _input_hidden(self, hidden: Tensor) -> Tensor:
+        """The flat (N, H) hidden states as the layer's maths reads them: as given, unless the
+        layer rescales its input (a temperature)."""
+        return hidden
+
     def _loss(self, hidden: Tensor, target: Tensor, context: Tensor | None) -> Tensor:
         """(N, H), (N,), context (N,) or None -> (N,) per-example training loss. Defaults to the
         exact NLL."""
@@ -244,7 +356,21 @@ class OutputLayer(nn.Module):
         return f"in_features={self.in_features}, num_classes={self.num_classes}"
 
     # ------------------------------------------------------------------ validation
-    def _flatten(self, hidden: Tensor, target: Tensor | None) -> tuple[Tensor, Tensor | None, tuple[int, ...]]:
+    @overload
+    def _flatten(
+        self, hidden: Tensor, target: None, *, multi_label: bool = False
+    ) -> tuple[Tensor, None, tuple[int, ...]]: ...
+
+    @overload
+    def _flatten(
+        self, hidden: Tensor, target: Tensor, *, multi_label: bool = False
+    ) -> tuple[Tensor, Tensor, tuple[int, ...]]: ...
+
+    def _flatten(
+        self, hidden: Tensor, target: Tensor | None, *, multi_label: bool = False
+    ) -> tuple[Tensor, Tensor | None, tuple[int, ...]]:
+        """(N, H) hidden (as :meth:`_input_hidden` reads it), the target as (N,) or, when
+        ``multi_label`` allows a last dimension of positives, (N, T), and the leading shape."""
         name = type(self).__name__
         if not isinstance(hidden, Tensor):
             raise TypeError(f"{name}: hidden must be a torch.Tensor, got {type(hidden).__name__}")
@@ -261,10 +387,14 @@ class OutputLayer(nn.Module):
             raise ValueError(f"{name}: hidden {tuple(hidden.shape)} holds no examples (an empty batch)")
         self._check_placement(hidden)
         lead = tuple(hidden.shape[:-1])
-        flat_hidden = hidden.reshape(-1, self.in_features)
+        flat_hidden = self._input_hidden(hidden.reshape(-1, self.in_features))
         if target is None:
             return flat_hidden, None, lead
-        return flat_hidden, self._flatten_ids("target", target, lead, hidden.device), lead
+        per_row = multi_label and isinstance(target, Tensor) and target.dim() == len(lead) + 1
+        flat_target = self._flatten_ids("target", target, lead, hidden.device, per_row=per_row, padded=per_row)
+        if per_row:
+            self._check_every_row_has_a_positive(flat_target, lead)
+        return flat_hidden, flat_target, lead
 
     def _check_placement(self, hidden: Tensor) -> None:
         """hidden must live where the parameters do, in their dtype (unless autocast is on)."""
@@ -280,26 +410,53 @@ class OutputLayer(nn.Module):
                 f"convert one of them (layer.to({hidden.dtype}) or hidden.to({param.dtype}))"
             )
 
-    def _flatten_ids(self, what: str, ids: Tensor, lead: tuple[int, ...], device: torch.device) -> Tensor:
-        """Class ids shaped ``lead``, on ``device``, within [0, V) -> (N,) long."""
+    def _flatten_ids(
+        self,
+        what: str,
+        ids: Tensor,
+        lead: tuple[int, ...],
+        device: torch.device,
+        *,
+        per_row: bool = False,
+        padded: bool = False,
+    ) -> Tensor:
+        """Class ids shaped ``lead`` -> (N,) long, or with ``per_row`` shaped ``lead + (T,)`` ->
+        (N, T); on ``device``, within [0, V), or [-1, V) when ``padded`` (-1 pads a row)."""
         name = type(self).__name__
         if not isinstance(ids, Tensor):
             raise TypeError(f"{name}: {what} must be a torch.Tensor, got {type(ids).__name__}")
         if ids.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
             raise TypeError(f"{name}: {what} must hold integer class ids, got dtype {ids.dtype}")
-        if tuple(ids.shape) != lead:
-            raise ValueError(f"{name}: {what} shape {tuple(ids.shape)} does not match hidden's leading shape {lead}")
+        shape = tuple(ids.shape)
+        if (shape[:-1] if per_row else shape) != lead or (per_row and shape[-1] == 0):
+            extended = "(" + ", ".join(str(size) for size in lead) + (", m)" if what == "negatives" else ", T)")
+            wanted = extended if what == "negatives" else f"{lead} (or {extended} for several positives per example)"
+            raise ValueError(f"{name}: {what} shape {shape} does not match hidden's leading shape: expected {wanted}")
         if ids.device != device:
             raise ValueError(f"{name}: {what} is on {ids.device} but hidden is on {device}")
-        flat = ids.reshape(-1).long()
+        flat = ids.reshape(-1, shape[-1]).long() if per_row else ids.reshape(-1).long()
+        lowest = -1 if padded else 0
+        span = f"[{lowest}, {self.num_classes})"
         if flat.device.type != "cpu":
             # Reading the range back would wait for the device at every call: assert on it instead
             # (the error then surfaces at the next synchronisation).
-            inside = ((flat >= 0) & (flat < self.num_classes)).all()
-            torch._assert_async(inside, f"{name}: {what} id outside [0, {self.num_classes})")
+            inside = ((flat >= lowest) & (flat < self.num_classes)).all()
+            torch._assert_async(inside, f"{name}: {what} id outside {span}")
         elif flat.numel():
             low, high = int(flat.min()), int(flat.max())
-            if low < 0 or high >= self.num_classes:
-                bad = low if low < 0 else high
-                raise ValueError(f"{name}: {what} id {bad} is outside [0, {self.num_classes})")
+            if low < lowest or high >= self.num_classes:
+                bad = low if low < lowest else high
+                raise ValueError(f"{name}: {what} id {bad} is outside {span}")
         return flat
+
+    def _check_every_row_has_a_positive(self, target: Tensor, lead: tuple[int, ...]) -> None:
+        """A multi-label target (N, T) needs a positive (an id >= 0) in every row."""
+        has_positive = (target >= 0).any(dim=1)
+        name = type(self).__name__
+        if target.device.type != "cpu":
+            torch._assert_async(has_positive.all(), f"{name}: a target row holds only -1 padding (no positive)")
+            return
+        if not bool(has_positive.all()):
+            row = int((~has_positive).nonzero()[0])
+            where = tuple(int(i) for i in torch.unravel_index(torch.tensor(row), lead))
+            raise ValueError(f"{name}: target row {where} holds only -1 padding; every example needs a positive")

@@ -31,6 +31,7 @@ above that bound are expanded (:func:`bigvocab.outputs.search.tree_topk`, shared
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, cast
 
 import torch
 from torch import Tensor, nn
@@ -68,6 +69,22 @@ class CharacterSoftmax(OutputLayer):
     #: Constrained top-k searches the trie (the default); an open layer sets its own False.
     topk_by_search = True
     unsharded_reason = "one shared decoder spells every word, so there are no per-word rows to split"
+
+    # Buffers: the trie's tensors (:class:`~bigvocab.outputs.char_trie.Trie`), then its scored nodes.
+    parent: Tensor
+    symbol: Tensor
+    word: Tensor
+    allowed: Tensor
+    child_start: Tensor
+    child_count: Tensor
+    path: Tensor
+    spelling: Tensor
+    lengths: Tensor
+    scored_nodes: Tensor
+    scored_position: Tensor
+    scored_words: Tensor
+    scored_anchor: Tensor
+    scored_exit: Tensor
 
     def __init__(
         self,
@@ -112,7 +129,7 @@ class CharacterSoftmax(OutputLayer):
         size = check_positive_int("decoder_size", decoder_size)
         num_symbols = len(self.alphabet) + 1
         # Input symbols: the characters (1..A) and a begin symbol (0); the end is never an input.
-        factory = {"device": device, "dtype": dtype}
+        factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.embedding = nn.Embedding(num_symbols, check_positive_int("char_dim", char_dim), **factory)
         self.condition = nn.Linear(in_features, char_dim, **factory)
         self.initial = nn.Linear(in_features, size, **factory)
@@ -208,6 +225,8 @@ class CharacterSoftmax(OutputLayer):
         state = state[:, None]  # (n, scored nodes of the level, S)
         prefix = hidden.new_zeros(n, 1)
         out = hidden.new_empty(n, self.num_classes)
+        symbol_log_p: Tensor  # each level sets both for the next
+        parent_gates: Tensor
         for depth, (start, stop) in enumerate(self.scored_levels):
             nodes = self.scored_nodes[start:stop]
             if depth:
@@ -226,9 +245,8 @@ class CharacterSoftmax(OutputLayer):
                 logits = logits.masked_fill(~self.allowed[nodes], float("-inf"))
             symbol_log_p = torch.log_softmax(logits, dim=-1)
             # One W_h h per parent, shared by all its children (the last level has none).
-            parent_gates = (  # noqa: F841  (read by the next level)
-                h @ self.cell.weight_hh.T + self.cell.bias_hh if depth + 1 < len(self.scored_levels) else None
-            )
+            if depth + 1 < len(self.scored_levels):
+                parent_gates = h @ self.cell.weight_hh.T + self.cell.bias_hh
             first, last = self.scored_word_levels[depth]
             where = self.scored_position[self.scored_anchor[first:last]]
             out[:, self.scored_words[first:last]] = (
@@ -304,7 +322,7 @@ class CharacterSoftmax(OutputLayer):
     def _expand(self, query: Tensor, node: Tensor, log_p: Tensor, state: Tensor | None) -> Children:
         """The children of trie ``node``s whose decoder ``state``s are given: every child prefix,
         and the end of the word for a node that spells one."""
-        symbol_log_p = self._symbol_log_probs(state, node)
+        symbol_log_p = self._symbol_log_probs(cast(Tensor, state), node)  # _topk gives each item its state
         counts = self.child_count[node]
         pair = torch.repeat_interleave(torch.arange(node.shape[0], device=node.device), counts)
         child = segment_ranges(self.child_start[node], counts)

@@ -32,7 +32,7 @@ class CNNSoftmax(SampledSoftmax):
         sampler: the proposal, a name or a Sampler (default ``log_uniform``).
         counts: class frequencies, for samplers that read them (``unigram``).
         correction_dim, char_dim, filters, highway_layers, max_word_length, bias,
-            max_chunk_elements, device, dtype: the scorer's
+            max_chunk_elements, device, dtype: as for the scorer
             (:class:`~bigvocab.outputs.scorers.cnn.CNNScorer`).
     """
 
@@ -64,7 +64,8 @@ class CNNSoftmax(SampledSoftmax):
     @classmethod
     def accepted_options(cls, options: Mapping[str, Any]) -> set[str] | None:
         """Its own keywords and the cnn scorer's (the scorer is not a choice here)."""
-        return super().accepted_options({}) - {"scorer"}
+        accepted = super().accepted_options({})
+        return None if accepted is None else accepted - {"scorer"}
 
     @staticmethod
     def _default_sampler(counts: Sequence[float] | None) -> tuple[str, dict]:

@@ -25,7 +25,7 @@ Accounting (the standard one of Kaplan et al. 2020, section 2.1):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from torch import Tensor, nn
@@ -64,20 +64,20 @@ def hidden_cost(rows: int, width: int, *, element_size: int, training: bool) -> 
 
 
 def cluster_cost(
-    head: nn.Linear, edges: Sequence[int], tail: Sequence[nn.Module], target: Tensor, *, training: bool
+    head: nn.Linear, edges: Sequence[int], tail: Iterable[nn.Module], target: Tensor, *, training: bool
 ) -> Cost:
     """Adaptive softmax (Grave et al. 2017, eq. 5): every row pays the head (shortlist + one logit
     per cluster); a row whose target lies in cluster i, ids [edges[i], edges[i + 1]), also pays
-    the cluster's projection H -> h_i and its |V_i| outputs of width h_i. ``tail[i]`` is the
-    (projection, output) pair of cluster i."""
+    the cluster's projection H -> h_i and its |V_i| outputs of width h_i. ``tail[i]`` holds the
+    (projection, output) pair of cluster i, without biases."""
     size = head.weight.element_size()
     rows = target.numel()
     head_weights = sum(p.numel() for p in head.parameters())
     cost = dot_cost(rows, head.weight.numel(), head_weights, element_size=size, training=training)
     cost = cost + hidden_cost(rows, head.in_features, element_size=size, training=training)
-    for i, (projection, output) in enumerate(tail):
+    for i, cluster in enumerate(tail):
         in_cluster = int(((target >= edges[i]) & (target < edges[i + 1])).sum())
         if in_cluster:
-            width = projection.weight.numel() + output.weight.numel()
+            width = sum(p.numel() for p in cluster.parameters())
             cost = cost + dot_cost(in_cluster, width, width, element_size=size, training=training)
     return cost

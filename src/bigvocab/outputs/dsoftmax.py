@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -97,7 +98,7 @@ class DifferentiatedSoftmax(OutputLayer):
         self.sections = [0, *torch.cumsum(torch.tensor(self.dims), 0).tolist()]
         self.max_chunk_elements = max_chunk_elements
         sizes = [hi - lo for lo, hi in zip(self.edges, self.edges[1:])]
-        factory = {"device": device, "dtype": dtype}
+        factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.weights = nn.ParameterList(nn.Parameter(torch.empty(n, d, **factory)) for n, d in zip(sizes, self.dims))
         self.biases = nn.ParameterList(nn.Parameter(torch.zeros(n, **factory)) for n in sizes) if bias else None
         self.reset_parameters()

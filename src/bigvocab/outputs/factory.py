@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bigvocab.errors import ConfigError
 from bigvocab.registry import OUTPUTS, SCORERS, build
 
 
@@ -59,6 +60,33 @@ def output_side_inputs(name: str, **options: Any) -> frozenset[str]:
     """Which side inputs (``counts``, ``words``, ``vectors``) the layer ``name`` built with
     ``options`` reads: for a caller whose side inputs are dear to compute (word vectors)."""
     return OUTPUTS.get(name).side_inputs(options)
+
+
+def reference_output() -> str:
+    """The registered layer that declares itself the ``reference`` (the exact softmax): what the
+    benchmark measures every row against and a language model gets when no layer is named."""
+    names = [name for name in OUTPUTS.names() if OUTPUTS.get(name).reference]
+    if len(names) != 1:
+        raise ConfigError(f"expected one registered output layer with reference=True, found {names}")
+    return names[0]
+
+
+def output_variants() -> list[tuple[str, str, dict[str, Any]]]:
+    """``(label, name, options)`` for each registered layer once per declared variant, in
+    registration order: ``("hsm[balanced]", "hsm", {"tree": "balanced"})``; a layer without
+    variants is one form, labelled by its name, with no options."""
+    forms: list[tuple[str, str, dict[str, Any]]] = []
+    for name in OUTPUTS.names():
+        variants = OUTPUTS.get(name).variants
+        if not variants:
+            forms.append((name, name, {}))
+        forms.extend((f"{name}[{label}]", name, dict(options)) for label, options in variants.items())
+    return forms
+
+
+def side_input_readers(kind: str) -> list[str]:
+    """Labels of the forms (:func:`output_variants`) that read the side input ``kind``."""
+    return [label for label, name, options in output_variants() if kind in OUTPUTS.get(name).side_inputs(options)]
 
 
 def list_outputs() -> list[str]:

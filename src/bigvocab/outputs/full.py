@@ -28,7 +28,14 @@ class FullSoftmax(ScoredOutput):
     ``max_chunk_elements``, ``device``, ``dtype`` and the scorer's options).
     """
 
+    reference = True
+
     def _loss(self, hidden: Tensor, target: Tensor, context: Tensor | None) -> Tensor:
         # The loss is reduced by a mean or sum (``OutputLayer.loss``): every row weighs alike.
         log_z, target_logit = self.log_normaliser(hidden, target, equal_row_weights=True)
         return log_z - target_logit
+
+    def _multi_label_loss(self, hidden: Tensor, target: Tensor, context: Tensor | None) -> Tensor:
+        """log Z - (1/T_i) Σ_j s_ij: the uniform mixture with one pass over V per row."""
+        log_z, scores = self.multi_label_scores(hidden, target, equal_row_weights=True)
+        return log_z - self._mean_positive_score(scores, target)

@@ -8,6 +8,7 @@
   vocabulary chunks with a running log-sum-exp and a hand-written backward, so the (N, V) logits
   never exist at once.
 * :func:`chunked_topk` -- exact top-k of a linear softmax, chunk by chunk.
+* :func:`fill_padding` -- a multi-label target's -1 padding replaced by the row's first positive.
 """
 
 from __future__ import annotations
@@ -49,13 +50,13 @@ FEW_ROWS = 8
 
 class _GatherRows(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, param: Tensor, ids: Tensor) -> Tensor:  # type: ignore[override]
+    def forward(ctx, param: Tensor, ids: Tensor) -> Tensor:
         ctx.save_for_backward(ids)
         ctx.param_shape = param.shape
         return param.index_select(0, ids)
 
     @staticmethod
-    def backward(ctx, grad: Tensor):  # type: ignore[override]
+    def backward(ctx, grad: Tensor):
         (ids,) = ctx.saved_tensors
         # ids are in range by construction (they indexed the forward), so skip the invariant check.
         sparse = torch.sparse_coo_tensor(ids.unsqueeze(0), grad, ctx.param_shape, check_invariants=False)
@@ -68,6 +69,16 @@ def gather_rows(param: Tensor, ids: Tensor, *, sparse: bool = True) -> Tensor:
     if sparse and param.requires_grad and torch.is_grad_enabled():
         return _GatherRows.apply(param, ids)
     return param.index_select(0, ids)
+
+
+def fill_padding(target: Tensor) -> Tensor:
+    """(N, T) ids padded with -1 -> (N, T) with each -1 replaced by its row's first positive, so
+    that scoring the padding gathers no row the positives do not (a sparse gradient then touches
+    only the positives' rows, and no optimiser state of another row moves). Every row holds a
+    positive."""
+    valid = target >= 0
+    first = target.gather(1, valid.to(torch.uint8).argmax(dim=1, keepdim=True))
+    return torch.where(valid, target, first)
 
 
 def pairs_compiled(hidden: Tensor) -> bool:
@@ -209,7 +220,7 @@ class _ChunkedLogSumExp(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, hidden, weight, bias, target, chunk, row_block):  # type: ignore[override]
+    def forward(ctx, hidden, weight, bias, target, chunk, row_block):
         ctx.fused = None
         if row_block and any(ctx.needs_input_grad[:3]):
             log_z, ctx.fused = _row_blocked_pass(hidden, weight, bias, row_block, ctx.needs_input_grad[:3])
@@ -228,7 +239,7 @@ class _ChunkedLogSumExp(torch.autograd.Function):
         return _finish_forward(ctx, hidden, weight, bias, target, log_z, chunk)
 
     @staticmethod
-    def backward(ctx, grad_log_z, grad_target):  # type: ignore[override]
+    def backward(ctx, grad_log_z, grad_target):
         if ctx.fused is not None:
             return _fused_backward(ctx, grad_log_z, grad_target)
         hidden, weight, bias, target, log_z = ctx.saved_tensors
@@ -240,12 +251,12 @@ class _ChunkedLogSumExp(torch.autograd.Function):
             hidden, weight, bias, log_z, row_scale, ctx.chunk, ctx.kept, (need_hidden, need_weight, need_bias)
         )
         grad_hidden = None
-        if need_hidden:
+        if sum_probs_weight is not None:
             grad_hidden = sum_probs_weight.mul_(row_scale.unsqueeze(1))
             grad_hidden.addcmul_(weight.index_select(0, target), grad_target.unsqueeze(1))
-        if need_weight:
+        if grad_weight is not None:
             grad_weight.index_add_(0, target, hidden * grad_target.unsqueeze(1))
-        if need_bias:
+        if grad_bias is not None:
             grad_bias.index_add_(0, target, grad_target)
         return grad_hidden, grad_weight, grad_bias, None, None, None
 
@@ -270,7 +281,7 @@ def _chunked_grads(
     scaled_hidden = hidden * row_scale.unsqueeze(1) if need_weight else None
     sum_probs_weight = torch.zeros_like(hidden) if need_hidden else None
     grad_weight = torch.empty_like(weight) if need_weight else None
-    grad_bias = torch.empty_like(bias) if need_bias else None
+    grad_bias = torch.empty_like(bias) if need_bias and bias is not None else None
     for start in range(0, num_classes, chunk):
         stop = min(start + chunk, num_classes)
         probs = buffer[: stop - start]
@@ -281,11 +292,11 @@ def _chunked_grads(
             else:
                 torch.sub(bias[start:stop].unsqueeze(1), log_z.unsqueeze(0), out=probs)
             probs.addmm_(weight[start:stop], hidden.t()).exp_()
-        if need_hidden:
+        if sum_probs_weight is not None:
             sum_probs_weight.addmm_(probs.t(), weight[start:stop])
-        if need_weight:
+        if grad_weight is not None and scaled_hidden is not None:
             torch.mm(probs, scaled_hidden, out=grad_weight[start:stop])
-        if need_bias:
+        if grad_bias is not None:
             torch.mv(probs, row_scale, out=grad_bias[start:stop])
     return sum_probs_weight, grad_weight, grad_bias
 

@@ -62,7 +62,7 @@ class _PairDots(torch.autograd.Function):
     gathered (pairs, H) operands for backward (it gathers them again, chunk by chunk)."""
 
     @staticmethod
-    def forward(ctx, left, right, left_ids, right_ids, chunk):  # type: ignore[override]
+    def forward(ctx, left, right, left_ids, right_ids, chunk):
         out = left.new_empty(left_ids.shape[0])
         for start in range(0, left_ids.shape[0], chunk):
             stop = start + chunk
@@ -74,7 +74,7 @@ class _PairDots(torch.autograd.Function):
         return out
 
     @staticmethod
-    def backward(ctx, grad):  # type: ignore[override]
+    def backward(ctx, grad):
         left, right, left_ids, right_ids = ctx.saved_tensors
         grad_left = torch.zeros_like(left) if ctx.needs_input_grad[0] else None
         grad_right = torch.zeros_like(right) if ctx.needs_input_grad[1] else None
@@ -132,6 +132,23 @@ class HierarchicalSoftmax(OutputLayer):
     variants = {kind: {"tree": kind} for kind in TREES.names()}
     engine_kind = HIERARCHICAL_SOFTMAX
 
+    # The tree's buffers (registered by _set_tree): the canonical arrays, then the derived tables.
+    tree_node_parent: Tensor
+    tree_node_position: Tensor
+    tree_leaf_parent: Tensor
+    tree_leaf_position: Tensor
+    _path_offsets: Tensor
+    _path_nodes: Tensor
+    _path_positions: Tensor
+    _arity: Tensor
+    _param_base: Tensor
+    _child_offsets: Tensor
+    _children: Tensor
+    _leaf_runs: Tensor
+    _param_owner: Tensor
+    _unified_parent: Tensor
+    _edge_row: Tensor
+
     def __init__(
         self,
         in_features: int,
@@ -160,7 +177,7 @@ class HierarchicalSoftmax(OutputLayer):
             tree = build_tree(tree, num_classes, counts=counts, vectors=vectors)
         else:
             raise ConfigError(f"tree must be a name or a Tree, got {type(tree).__name__}")
-        factory = {"device": device, "dtype": dtype}
+        factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.weight = nn.Parameter(torch.empty(num_classes - 1, in_features, **factory))
         self.bias = nn.Parameter(torch.zeros(num_classes - 1, **factory)) if bias else None
         self._set_tree(tree)
@@ -202,6 +219,14 @@ class HierarchicalSoftmax(OutputLayer):
         needs no word vectors, so nobody computes them for it)."""
         return super().side_inputs(options) & tree_side_inputs(options.get("tree", "huffman"))
 
+    def rebuild_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """A tree built from word vectors (``clustered``) is recorded as the tree itself (the dict
+        of :meth:`Tree.to_dict`), so that the layer is rebuilt without the vectors."""
+        rebuilt = dict(options)
+        if "vectors" in self.side_inputs(options):
+            rebuilt["tree"] = self.tree.to_dict()
+        return rebuilt
+
     def _set_tree(self, tree: Tree) -> None:
         """Register the tree's arrays: the four canonical ones persist in the state_dict, the
         index tables derived from them do not."""
@@ -241,7 +266,7 @@ class HierarchicalSoftmax(OutputLayer):
         levels = torch.bincount(tree.node_depth)
         self._level_offsets = [0] + torch.cumsum(levels, 0).tolist()
 
-    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):  # type: ignore[override]
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         keys = [f"{prefix}tree_{name}" for name in _TREE_STATE]
         if all(key in state_dict for key in keys):
             self._set_tree(Tree(*(state_dict[key].cpu() for key in keys)))

@@ -29,6 +29,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from bigvocab.outputs.functional import fill_padding
 from bigvocab.outputs.selfnorm import SelfNormalised
 from bigvocab.registry import OUTPUTS
 from bigvocab.validation import check_probability
@@ -51,8 +52,18 @@ class InfrequentNormalisation(SelfNormalised):
         self.gamma = check_probability("gamma", gamma, allow_zero=False)
 
     def _loss(self, hidden: Tensor, target: Tensor, context: Tensor | None) -> Tensor:
+        return self._penalised(hidden, -self.target_logits(hidden, target), target)
+
+    def _multi_label_loss(self, hidden: Tensor, target: Tensor, context: Tensor | None) -> Tensor:
+        """-(1/T_i) Σ_j s_ij, and the penalty on a fraction γ of the rows (one log Z per row)."""
+        filled = fill_padding(target)
+        unnormalised = -self._mean_positive_score(self.class_logits(hidden, filled), target)
+        return self._penalised(hidden, unnormalised, filled[:, 0])
+
+    def _penalised(self, hidden: Tensor, loss: Tensor, target: Tensor) -> Tensor:
+        """``loss`` (N,) plus (α N / m)(log Z)² on m = max(1, round(γN)) rows drawn uniformly
+        without replacement (``target`` (N,): a class of each row, for the normaliser's call)."""
         batch_size = hidden.shape[0]
-        loss = -self.target_logits(hidden, target)
         if batch_size == 0:
             return loss
         chosen = max(1, round(self.gamma * batch_size))

@@ -9,6 +9,10 @@ probabilities; word2vec only wants the vectors. Like word2vec, a negative equal 
 skipped. For a skip-gram model, ``hidden`` (N, H) holds the centre words' input vectors and
 ``target`` (N,) the context words.
 
+The negatives may also be the batch's other targets or both (``candidates=``), plus hard
+negatives per example (``loss(..., negatives=ids)``); with several positives per row the positive
+term is their mean and the row's negatives are shared (:mod:`bigvocab.outputs.logistic`).
+
 The defaults are word2vec's: no output bias, and output vectors that start at zero (word2vec.c's
 ``syn1neg``, gensim's ``syn1neg``), so the first steps move only the output side and the input
 vectors start learning once the output vectors carry signal. ``zero_init=False`` starts them
@@ -18,15 +22,14 @@ uniform in ±1/sqrt(H) like the other linear layers.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
-import torch.nn.functional as F
-from torch import Tensor
 
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.engine import NEGATIVE_SAMPLING, EngineTables
-from bigvocab.outputs.sampling import SamplerSpec, SamplingOutput, accidental_hits
+from bigvocab.outputs.logistic import LogisticOutput
+from bigvocab.outputs.sampling import SamplerSpec
 from bigvocab.outputs.scorers.linear import LinearScorer
 from bigvocab.registry import OUTPUTS
 from bigvocab.samplers.base import Sampler
@@ -37,7 +40,7 @@ NS_EXPONENT = 0.75
 
 
 @OUTPUTS.register("neg")
-class NegativeSampling(SamplingOutput):
+class NegativeSampling(LogisticOutput):
     """Word2vec's negative-sampling loss; exact evaluation over the same (V, H) weights.
 
     Args:
@@ -51,6 +54,9 @@ class NegativeSampling(SamplingOutput):
         bias: a per-class bias (default False, as word2vec).
         zero_init: start the output vectors at zero, as word2vec; None (the default) does so when
             the scorer has free rows (``linear``), and a computed scorer (``cnn``) cannot.
+        candidates: ``"sampler"`` (default), ``"in_batch"`` or ``"mixed"``
+            (:mod:`bigvocab.outputs.candidates`); ``num_samples`` and ``sampler`` only with draws.
+        temperature: τ; the scores are s(h/τ, y).
         scorer, max_chunk_elements, device, dtype, **scorer_options: as for ``full``.
     """
 
@@ -58,6 +64,7 @@ class NegativeSampling(SamplingOutput):
     # (Jozefowicz et al. 2016), which turns N x k gathered rows into k.
     variants = {"per-example": {}, "shared": {"shared": True}}
     engine_kind = NEGATIVE_SAMPLING
+    flag_aliases = {"num_samples": "negative"}  # gensim's name
 
     def __init__(
         self,
@@ -72,6 +79,8 @@ class NegativeSampling(SamplingOutput):
         remove_accidental_hits: bool = True,
         bias: bool = False,
         zero_init: bool | None = None,
+        candidates: str = "sampler",
+        temperature: float = 1.0,
         **scorer_options: Any,
     ) -> None:
         if ns_exponent is not None and sampler is not None:
@@ -84,16 +93,21 @@ class NegativeSampling(SamplingOutput):
         super().__init__(
             in_features,
             num_classes,
+            candidates=candidates,
             num_samples=num_samples,
             default_num_samples=5,
             sampler=sampler,
             default_sampler=("unigram", {"power": NS_EXPONENT if ns_exponent is None else ns_exponent}),
             counts=counts,
             shared=shared,
+            unique=False,
+            remove_accidental_hits=remove_accidental_hits,
+            temperature=temperature,
+            correction=False,
+            frequency=None,
             bias=bias,
             **scorer_options,
         )
-        self.remove_accidental_hits = check_flag("remove_accidental_hits", remove_accidental_hits)
 
     def _reset_objective(self) -> None:
         if self.zero_init is None:
@@ -101,19 +115,13 @@ class NegativeSampling(SamplingOutput):
         if self.zero_init:
             self.scorer.zero_rows_()
 
-    def _loss(self, hidden: Tensor, target: Tensor, context: Tensor | None) -> Tensor:
-        negatives, _ = self._draw(hidden.shape[0])
-        target_logit, negative_logit = self.target_and_class_logits(hidden, target, negatives)
-        # -log σ(-s) = softplus(s), stable for large |s|.
-        negative_loss = F.softplus(negative_logit)
-        if self.remove_accidental_hits:
-            negative_loss = negative_loss.masked_fill(accidental_hits(target, negatives), 0.0)
-        self._observe(target)
-        return F.softplus(-target_logit) + negative_loss.sum(dim=1)
-
     def engine_unsupported(self) -> str | None:
         """word2vec's update: free output rows without bias, k negatives drawn per example from a
         fixed distribution, a negative equal to the target skipped."""
+        if self.candidates != "sampler":
+            return f"the engine draws negatives from the sampler; candidates={self.candidates!r} is the torch path's"
+        if self.temperature != 1.0:
+            return "the engine scores h . w as it is; temperature= is the torch path's"
         if not isinstance(self.scorer, LinearScorer):
             return f"the engine updates free output rows (the linear scorer), not {type(self.scorer).__name__}'s"
         if self.scorer.bias is not None:
@@ -122,16 +130,15 @@ class NegativeSampling(SamplingOutput):
             return "the engine draws negatives per example; shared=True is the torch path's"
         if not self.remove_accidental_hits:
             return "the engine skips a negative equal to the target, as word2vec; remove_accidental_hits=False is not"
-        if type(self.sampler).update is not Sampler.update:
+        if self.sampler is None or type(self.sampler).update is not Sampler.update:
             return "the engine's noise distribution is fixed; this sampler adapts during training"
         return None
 
     def _engine_tables(self) -> EngineTables:
-        weight = self.scorer.weight
+        weight = cast(LinearScorer, self.scorer).weight  # engine_tables checked it is the linear scorer
+        assert self.sampler is not None  # engine_unsupported refuses a layer without one
         noise = self.sampler.log_q(torch.arange(self.num_classes, device=weight.device)).exp()
         return EngineTables("neg", weight, num_samples=self.num_samples, noise=noise)
 
     def extra_repr(self) -> str:
-        return (
-            super().extra_repr() + f", remove_accidental_hits={self.remove_accidental_hits}, zero_init={self.zero_init}"
-        )
+        return super().extra_repr() + f", zero_init={self.zero_init}"

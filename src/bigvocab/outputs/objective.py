@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import Tensor, nn
@@ -26,6 +26,7 @@ from torch import Tensor, nn
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.outputs.cost import Cost, hidden_cost
+from bigvocab.outputs.functional import fill_padding
 from bigvocab.outputs.scorers.base import Scorer
 from bigvocab.registry import SCORERS, keyword_options
 
@@ -40,9 +41,10 @@ class ScoredOutput(OutputLayer):
         scorer: ``"linear"`` (a free row per class; the default, :attr:`default_scorer`),
             ``"cnn"`` (rows from spelling), any registered scorer name
             (``bigvocab.outputs.factory.list_scorers()``), or a built Scorer.
-        bias, max_chunk_elements: passed to the scorer (a per-class bias; scores held at once by
-            exact whole-vocabulary computations, None = 2**24, 2**28 on CUDA, and row blocks
-            up to the weight's size, at most 2**28, in ``full``'s step).
+        bias, max_chunk_elements: as for the scorer, which they are passed to (with ``linear``, a
+            per-class bias; scores held at once by exact whole-vocabulary computations, None =
+            2**24, 2**28 on CUDA, and row blocks up to the weight's size, at most 2**28, in
+            ``full``'s step).
         device, dtype: where the parameters are created.
         **scorer_options: the scorer's own options (``words=``, ``correction_dim=``... for cnn).
 
@@ -125,6 +127,13 @@ class ScoredOutput(OutputLayer):
         scorer_options = keyword_options(SCORERS.get(scorer))
         return None if scorer_options is None else own | scorer_options
 
+    @classmethod
+    def option_sources(cls, options: Mapping[str, Any]) -> list[type]:
+        """The objective's classes, then the chosen scorer's, which declares the options passed on to it."""
+        scorer = options.get("scorer") or cls.default_scorer
+        own = super().option_sources(options)
+        return own + [SCORERS.get(scorer)] if isinstance(scorer, str) and scorer in SCORERS else own
+
     # ------------------------------------------------------------------ for the objectives
     def class_logits(self, hidden: Tensor, ids: Tensor) -> Tensor:
         """Scores of ``ids`` (M,) shared or (N, M) per row -> (N, M); sparse row gradients."""
@@ -177,6 +186,25 @@ class ScoredOutput(OutputLayer):
         log_z, target_logit = self.scorer.log_normaliser(hidden, target)
         return target_logit - log_z
 
+    def multi_label_scores(
+        self, hidden: Tensor, target: Tensor, *, equal_row_weights: bool = False
+    ) -> tuple[Tensor, Tensor]:
+        """Exact log Z (N,) and the scores (N, T) of multi-label targets (N, T) padded with -1 (a
+        padding position scores as its row's first positive): one log Z per row for all of its
+        positives, rather than one per (row, positive) pair."""
+        filled = fill_padding(target)
+        log_z, _ = self.log_normaliser(hidden, filled[:, 0], equal_row_weights=equal_row_weights)
+        return log_z, self.class_logits(hidden, filled)
+
+    def _multi_label_log_prob(self, hidden: Tensor, target: Tensor) -> Tensor:
+        log_z, scores = self.multi_label_scores(hidden, target)
+        return (scores - log_z.unsqueeze(1)).masked_fill(target < 0, 0.0)
+
+    def _mean_positive_score(self, scores: Tensor, target: Tensor) -> Tensor:
+        """(N,) the mean of each row's scores (N, T) over its valid positives (target >= 0)."""
+        valid = (target >= 0).to(scores.dtype)
+        return (scores * valid).sum(dim=1) / valid.sum(dim=1)
+
     def _log_softmax(self, hidden: Tensor) -> Tensor:
         return torch.log_softmax(self.scorer.logits(hidden), dim=1)
 
@@ -187,7 +215,8 @@ class ScoredOutput(OutputLayer):
     def _indexed_rows(self) -> tuple[Tensor, Tensor | None]:
         if not self.scorer.free_rows:
             return super()._indexed_rows()
-        return self.scorer.weight, self.scorer.bias
+        # A scorer with free rows holds them as ``weight`` (V, H) and ``bias`` (V,) or None.
+        return cast(Tensor, self.scorer.weight), cast("Tensor | None", self.scorer.bias)
 
     # ------------------------------------------------------------------ the scorer through the layer
     def __getattr__(self, name: str) -> Any:
@@ -217,7 +246,7 @@ class ScoredOutput(OutputLayer):
             or any(name in self.__dict__.get(store, {}) for store in ("_parameters", "_buffers", "_modules"))
         )
 
-    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):  # type: ignore[override]
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         # Keys of the one-class layers (``weight``, ``cnn.*``...) belong to the scorer now.
         own = set(self._parameters) | set(self._buffers) | set(self._modules)
         for key in [k for k in state_dict if k.startswith(prefix)]:

@@ -1,13 +1,16 @@
 """What the sampling-based layers share: small pure functions and a base class.
 
-Pure functions (tested on their own, composed by ``sampled``, ``nce``, ``neg`` and ``ais``):
+Pure functions (tested on their own, composed by ``sampled``, ``nce``, ``neg``, ``bce`` and ``ais``):
 
-* :func:`accidental_hits` -- sampled classes that equal the example's own target;
-* :func:`sampled_softmax_loss` -- the softmax loss over the target and its samples, each logit
-  with the log-Q correction, accidental hits dropped, in one pass with a hand-written backward.
+* :func:`accidental_hits` -- sampled classes that equal the example's own target (or one of them);
+* :func:`sampled_softmax_loss` -- the softmax loss over the targets and their candidates, each
+  logit with the log-Q correction, accidental hits dropped, in one pass with a hand-written backward;
+* :func:`resolve_sampler`, :func:`draw_candidates` -- a sampler from its spec, and a step's draws.
 
 :class:`SamplingOutput` holds the sampler (a registered name or a :class:`Sampler`), the number
-of samples and the shared/per-example choice, and draws the candidates. It is a
+of samples and the shared/per-example choice, and draws the candidates: the base of ``nce`` and
+``ais``. (``sampled``, ``neg`` and ``bce`` take their candidates from the batch too:
+:class:`~bigvocab.outputs.candidates.CandidateOutput`.) It is a
 :class:`~bigvocab.outputs.objective.ScoredOutput`, so it trains any scorer and evaluates exactly;
 only the rows a step samples receive (sparse) gradients.
 """
@@ -31,8 +34,15 @@ SamplerSpec = str | Sampler | None
 
 
 def accidental_hits(target: Tensor, sampled: Tensor) -> Tensor:
-    """Bool (N, k): sampled id equals the row's target. ``sampled`` is (k,) shared or (N, k)."""
-    return target.unsqueeze(1) == (sampled.unsqueeze(0) if sampled.dim() == 1 else sampled)
+    """Bool (N, k): sampled id equals the row's target -- one (N,) or any of several (N, T), where
+    -1 padding matches nothing. ``sampled`` is (k,) shared or (N, k)."""
+    candidates = sampled.unsqueeze(0) if sampled.dim() == 1 else sampled
+    if target.dim() == 1:
+        return target.unsqueeze(1) == candidates
+    hits = target[:, :1] == candidates
+    for column in range(1, target.shape[1]):
+        hits |= target[:, column : column + 1] == candidates
+    return hits
 
 
 class _SampledSoftmaxLoss(torch.autograd.Function):
@@ -43,37 +53,46 @@ class _SampledSoftmaxLoss(torch.autograd.Function):
     (``docs/design/sampled-loss.md``)."""
 
     @staticmethod
-    def forward(ctx, target_logit, sampled_logit, target_log_count, sampled_log_count, hits):  # type: ignore[override]
+    def forward(ctx, target_logit, sampled_logit, target_log_count, sampled_log_count, hits, target_weight):
         scores = sampled_logit - sampled_log_count
         if hits is not None:
             scores.masked_fill_(hits, float("-inf"))
         target_score = target_logit - target_log_count
-        top = torch.maximum(scores.amax(dim=1), target_score)
+        if target_weight is None:
+            weight = torch.full_like(target_score, 1.0 / target_score.shape[1])
+            weighted_target = target_score[:, 0] if target_score.shape[1] == 1 else target_score.mean(dim=1)
+        else:
+            weight = target_weight.to(target_score.dtype)
+            left_out = target_weight == 0
+            weighted_target = (target_score.masked_fill(left_out, 0.0) * weight).sum(dim=1)
+            target_score = target_score.masked_fill(left_out, float("-inf"))
+        top = torch.maximum(scores.amax(dim=1), target_score.amax(dim=1))
         top = top.masked_fill(torch.isinf(top), 0.0)  # as logsumexp: no inf - inf for a row of -inf
         probability = scores.sub_(top.unsqueeze(1)).exp_()
-        target_probability = (target_score - top).exp()
-        total = probability.sum(dim=1).add_(target_probability)
-        loss = total.log().add_(top).sub_(target_score)
+        target_probability = (target_score - top.unsqueeze(1)).exp_()
+        total = probability.sum(dim=1).add_(target_probability.sum(dim=1))
+        loss = total.log().add_(top).sub_(weighted_target)
         probability.div_(total.unsqueeze(1))
-        ctx.save_for_backward(probability, target_probability.div_(total))
+        ctx.save_for_backward(probability, target_probability.div_(total.unsqueeze(1)).sub_(weight))
         ctx.sampled_count_shape = sampled_log_count.shape
         return loss
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, grad):  # type: ignore[override]
-        probability, target_probability = ctx.saved_tensors
+    def backward(ctx, grad):
+        probability, target_factor = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        target_grad = (target_probability - 1).mul_(grad)
+        target_grad = target_factor.mul_(grad.unsqueeze(1))
         sampled_grad = probability * grad.unsqueeze(1) if needs[1] or needs[3] else None
         count_grad = None
-        if needs[3]:
+        if needs[3] and sampled_grad is not None:
             count_grad = -sampled_grad if len(ctx.sampled_count_shape) == 2 else -sampled_grad.sum(dim=0)
         return (
             target_grad if needs[0] else None,
             sampled_grad if needs[1] else None,
             -target_grad if needs[2] else None,
             count_grad,
+            None,
             None,
         )
 
@@ -84,19 +103,31 @@ def sampled_softmax_loss(
     target_log_count: Tensor,
     sampled_log_count: Tensor,
     hits: Tensor | None = None,
+    target_weight: Tensor | None = None,
 ) -> Tensor:
-    """Per-example loss (N,) of the softmax over the target and its k sampled classes, each logit
-    minus the log of its expected count in the candidate set (the log-Q correction that makes the
-    sampled softmax consistent; Bengio & Senécal 2003, Jean et al. 2015):
+    """Per-example loss (N,) of the softmax over the targets and k candidates, each logit minus
+    the log of its expected count in the candidate set (the log-Q correction that makes the
+    sampled softmax consistent; Bengio & Senécal 2003, Jean et al. 2015). With one target,
 
-        loss_n = logsumexp(t_n - c_n, s_n1 - c_1, ..., s_nk - c_k) - (t_n - c_n)
+        loss_n = logsumexp(t_n - c_n, s_n1 - c_1, ..., s_nk - c_k) - (t_n - c_n);
 
-    with the sampled classes where ``hits`` (N, k) is true (accidental hits, TensorFlow's
-    ``remove_accidental_hits``) left out. Shapes: ``target_logit`` (N,), ``sampled_logit`` (N, k),
-    ``target_log_count`` (N,), ``sampled_log_count`` (k,) shared or (N, k). Differentiable once
-    in every tensor but ``hits``.
+    with T targets per row (TensorFlow's ``num_true``), the cross-entropy against the weights w_nj
+    of the targets (``target_weight`` (N, T), rows summing to 1; None: 1/T each):
+
+        loss_n = logsumexp(t_nj - c_nj for w_nj > 0, s_n1 - c_1, ...) - Σ_j w_nj (t_nj - c_nj).
+
+    The candidates where ``hits`` (N, k) is true (accidental hits, TensorFlow's
+    ``remove_accidental_hits``) are left out, and so are the targets of weight 0 (padding, a
+    repeat whose weight its first copy carries). Shapes: ``target_logit`` and ``target_log_count``
+    (N,) or (N, T), ``sampled_logit`` (N, k), ``sampled_log_count`` (k,) shared or (N, k); the
+    counts may also be scalars (0: no correction). Differentiable once in every tensor but
+    ``hits`` and ``target_weight``.
     """
-    return _SampledSoftmaxLoss.apply(target_logit, sampled_logit, target_log_count, sampled_log_count, hits)
+    if target_logit.dim() == 1:
+        target_logit, target_log_count = target_logit.unsqueeze(1), target_log_count.reshape(-1, 1)
+    return _SampledSoftmaxLoss.apply(
+        target_logit, sampled_logit, target_log_count, sampled_log_count, hits, target_weight
+    )
 
 
 def resolve_sampler(
@@ -121,6 +152,19 @@ def resolve_sampler(
     if isinstance(sampler, str):
         return create_sampler(sampler, num_classes, counts=counts, device=device, dtype=dtype)
     raise ConfigError(f"sampler must be a registered name or a Sampler instance, got {type(sampler).__name__}")
+
+
+def draw_candidates(
+    sampler: Sampler, num_samples: int, batch_size: int, *, shared: bool, unique: bool
+) -> tuple[Tensor, int]:
+    """``num_samples`` ids from ``sampler``: (k,) shared by the batch, or (N, k) one set per
+    example, or with ``unique`` k distinct shared ids; and the number of draws behind them (k, or
+    the tries of a unique draw) for :func:`~bigvocab.samplers.base.log_expected_count`."""
+    if unique:
+        return sampler.sample_unique(num_samples)
+    if shared:
+        return sampler.sample(num_samples), num_samples
+    return sampler.sample(batch_size * num_samples).reshape(batch_size, num_samples), num_samples
 
 
 class SamplingOutput(ScoredOutput):
@@ -159,14 +203,9 @@ class SamplingOutput(ScoredOutput):
         self.sampler = resolve_sampler(sampler, num_classes, counts, name, **self.factory_kwargs(), **options)
 
     def _draw(self, batch_size: int, *, unique: bool = False) -> tuple[Tensor, int]:
-        """Candidate ids, (k,) shared or (N, k), and the number of draws behind them (k, or the
-        tries of a unique draw) for :func:`~bigvocab.samplers.base.log_expected_count`."""
-        if unique:
-            return self.sampler.sample_unique(self.num_samples)
-        if self.shared:
-            return self.sampler.sample(self.num_samples), self.num_samples
-        ids = self.sampler.sample(batch_size * self.num_samples)
-        return ids.reshape(batch_size, self.num_samples), self.num_samples
+        """Candidate ids, (k,) shared or (N, k), and the number of draws behind them
+        (:func:`draw_candidates`)."""
+        return draw_candidates(self.sampler, self.num_samples, batch_size, shared=self.shared, unique=unique)
 
     def _train_scores(self, target: Tensor) -> tuple[float, float]:
         """Each example scores its target and k samples: N (k + 1) scores. The classes are the

@@ -45,5 +45,10 @@ class SelfNormalised(ScoredOutput):
         log_z, target_logit = self.log_normaliser(hidden, target)
         return log_z - target_logit + self.alpha * log_z.square()
 
+    def _multi_label_loss(self, hidden: Tensor, target: Tensor, context: Tensor | None) -> Tensor:
+        """The mixture over the row's positives, with one log Z (and one penalty) per row."""
+        log_z, scores = self.multi_label_scores(hidden, target)
+        return log_z - self._mean_positive_score(scores, target) + self.alpha * log_z.square()
+
     def extra_repr(self) -> str:
         return super().extra_repr() + f", alpha={self.alpha}"

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -254,7 +254,7 @@ class Tree:
         return {name: getattr(self, name).clone() for name in _FIELDS}
 
     @classmethod
-    def from_dict(cls, state: dict) -> Tree:
+    def from_dict(cls, state: Mapping[str, Tensor]) -> Tree:
         missing = [name for name in _FIELDS if name not in state]
         if missing:
             raise ConfigError(f"tree: the dictionary lacks {', '.join(missing)}")
@@ -367,7 +367,9 @@ def _bisection_tree(num_leaves: int, split: Callable[[Tensor, Tensor, Tensor], t
     return Tree(torch.cat(node_parent), torch.cat(node_position), leaf_parent, leaf_position)
 
 
-def balanced_tree(num_leaves: int, *, permutation: Sequence[int] | None = None, seed: int | None = None) -> Tree:
+def balanced_tree(
+    num_leaves: int, *, permutation: Sequence[int] | Tensor | None = None, seed: int | None = None
+) -> Tree:
     """Complete binary tree (depth ceil(log2 V)) over the leaves in id order, or in the order
     ``permutation`` gives, or in a random order drawn with ``seed`` (the "random tree" baseline)."""
     num_leaves = check_positive_int("num_leaves", num_leaves)
@@ -563,7 +565,7 @@ def tree_side_inputs(kind: object) -> frozenset[str]:
     """What the registered tree ``kind`` reads of ``counts`` and ``vectors`` (each builder
     declares it as ``reads``); a built :class:`Tree` or its dict reads neither."""
     if isinstance(kind, str) and kind in TREES:
-        return TREES.get(kind).reads  # type: ignore[attr-defined]
+        return TREES.get(kind).reads
     return frozenset()
 
 

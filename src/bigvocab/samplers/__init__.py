@@ -9,6 +9,7 @@ from bigvocab.samplers.bigram import BigramSampler
 from bigvocab.samplers.factory import create_sampler, list_samplers
 from bigvocab.samplers.learned import LearnedSampler
 from bigvocab.samplers.log_uniform import LogUniformSampler
+from bigvocab.samplers.streaming import StreamingFrequency
 from bigvocab.samplers.uniform import UniformSampler
 from bigvocab.samplers.unigram import UnigramSampler
 
@@ -18,6 +19,7 @@ __all__ = [
     "LearnedSampler",
     "LogUniformSampler",
     "Sampler",
+    "StreamingFrequency",
     "UniformSampler",
     "UnigramSampler",
     "build_alias_table",

@@ -77,6 +77,10 @@ class AliasTable(nn.Module):
     ``alias`` (V,) int64.
     """
 
+    probs: Tensor
+    accept: Tensor
+    alias: Tensor
+
     def __init__(self, weights: Tensor, *, device: torch.device | None = None) -> None:
         super().__init__()
         weights = torch.as_tensor(weights, dtype=torch.float64, device=device)

@@ -36,6 +36,9 @@ class Sampler(nn.Module):
     #: True when the proposal depends on ``context``.
     conditional: bool = False
 
+    #: An empty buffer that carries the sampler's device and dtype.
+    _anchor: Tensor
+
     def __init__(
         self, num_classes: int, *, device: torch.device | None = None, dtype: torch.dtype | None = None
     ) -> None:

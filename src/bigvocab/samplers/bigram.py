@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -67,6 +68,11 @@ class BigramSampler(Sampler):
 
     conditional = True
 
+    # Buffers: λ's logit per context bucket; the sorted bigram keys c * V + w and their running counts.
+    mixture_logits: Tensor
+    keys: Tensor
+    cumulative: Tensor
+
     def __init__(
         self,
         num_classes: int,
@@ -88,7 +94,7 @@ class BigramSampler(Sampler):
         check_probability("initial_weight", initial_weight, allow_zero=False, allow_one=False)
         self.mixture_rate = check_nonnegative_float("mixture_rate", mixture_rate)
         self.refresh_fraction = check_positive_float("refresh", refresh)
-        factory = {"device": device, "dtype": dtype}
+        factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.unigram: Sampler = (
             UnigramSampler(num_classes, counts=counts, **factory)
             if counts is not None

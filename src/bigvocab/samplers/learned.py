@@ -41,6 +41,10 @@ class LearnedSampler(AliasSampler):
     Buffers: ``counts`` (V,) float64 (prior included), ``mass`` (its sum), ``built_mass``.
     """
 
+    counts: Tensor
+    mass: Tensor
+    built_mass: Tensor
+
     def __init__(
         self,
         num_classes: int,

@@ -68,7 +68,7 @@ class Curriculum:
         score = CURRICULA.get(measure)
         self.units = split_units(ids, sentence_end)
         has_sentences = sentence_end is not None and bool((ids == sentence_end).any())
-        if score.needs_sentences and not has_sentences:  # type: ignore[attr-defined]
+        if score.needs_sentences and not has_sentences:
             usable = [name for name in CURRICULA.names() if not CURRICULA.get(name).needs_sentences]
             raise ConfigError(
                 f"curriculum {measure!r} measures sentences, and this corpus marks no sentence ends; "

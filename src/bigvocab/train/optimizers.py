@@ -22,6 +22,7 @@ from bigvocab.outputs.sparse_grads import rows_are_distinct
 from bigvocab.registry import OPTIMIZERS
 
 if TYPE_CHECKING:
+    from bigvocab.models.base import WordModel
     from bigvocab.train.config import TrainConfig
 
 
@@ -65,7 +66,7 @@ class Adagrad(torch.optim.Adagrad):
       reads to a user as a fault of the run.
     """
 
-    def step(self, closure=None):  # type: ignore[override]
+    def step(self, closure=None):
         from bigvocab.kernels.adagrad import adagrad_rows, compiled_adagrad_applies  # numba on first use
 
         loss = None
@@ -176,7 +177,7 @@ def sparse_adam(params: list[nn.Parameter], config: TrainConfig, *, sparse: bool
     return adam(params, config, sparse=sparse)
 
 
-def build_optimizers(model: nn.Module, config: TrainConfig) -> tuple[list[torch.optim.Optimizer], list[nn.Parameter]]:
+def build_optimizers(model: WordModel, config: TrainConfig) -> tuple[list[torch.optim.Optimizer], list[nn.Parameter]]:
     """``(optimisers, dense_params)`` for ``model`` under ``config``.
 
     Parameters in ``model.sparse_parameters()`` get the sparse-capable variant of the chosen method.

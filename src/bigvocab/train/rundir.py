@@ -43,6 +43,7 @@ PYTHON_SPELLING = {
     "corpus": "corpus",
     "allow_changed_corpus": "allow_changed_corpus=True",
     "workers": "workers",
+    "side": "side={{{kind!r}: PATH}}",
 }
 #: ... and flags for the command line.
 CLI_SPELLING = {
@@ -52,6 +53,7 @@ CLI_SPELLING = {
     "corpus": "--corpus",
     "allow_changed_corpus": "--allow-changed-corpus",
     "workers": "--workers",
+    "side": "--side {kind}=PATH",
 }
 
 PathLike = str | os.PathLike

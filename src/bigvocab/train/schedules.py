@@ -57,6 +57,8 @@ class ConstantSchedule(LRSchedule):
 class LinearSchedule(LRSchedule):
     """From lr down to min_lr in a straight line over the run's steps (word2vec's alpha)."""
 
+    total_steps: int  # required here
+
     def __init__(self, lr: float, *, decay: float, min_lr: float, total_steps: int | None = None) -> None:
         if not total_steps:
             raise ConfigError("the linear schedule needs the number of steps in the run")

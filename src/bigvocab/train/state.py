@@ -4,7 +4,7 @@ uninterrupted run would have drawn."""
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -12,7 +12,10 @@ import torch
 
 def get_rng_state() -> dict[str, Any]:
     """torch, numpy, python (and CUDA) generator states, as tensors and plain values only."""
-    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    # The global generator is MT19937, whose legacy state is this 5-tuple (numpy's stub also allows a dict).
+    kind, keys, pos, has_gauss, cached = cast(
+        "tuple[str, np.ndarray, int, int, float]", np.random.get_state(legacy=True)
+    )
     state = {
         "torch": torch.get_rng_state(),
         "numpy": {

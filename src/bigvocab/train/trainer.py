@@ -26,17 +26,17 @@ import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 from tqdm.auto import tqdm
 
 from bigvocab.checkpoint import load_checkpoint, save_checkpoint
 from bigvocab.distributed.training import DistributedTraining
 from bigvocab.errors import CheckpointError, ConfigError, DataError, NonFiniteError, TrainingInterrupted
 from bigvocab.evaluate.perplexity import batch_to, perplexity
-from bigvocab.files import append_json_line, atomic_write_text, remove_stale_temporaries, strict_json
+from bigvocab.files import PathLike, append_json_line, atomic_write_text, remove_stale_temporaries, strict_json
 from bigvocab.registry import SCHEDULES
 from bigvocab.train.config import RESUME_OVERRIDES, TrainConfig, resolve_device
 from bigvocab.train.curriculum import Curriculum
@@ -45,6 +45,9 @@ from bigvocab.train.optimizers import build_optimizers, clip_grad_norm
 from bigvocab.train.rundir import RUN_FILES, RunLock, check_out_dir, clear_run, holds_run
 from bigvocab.train.schedules import LRSchedule, make_schedule
 from bigvocab.train.state import epoch_generator, get_rng_state, seed_everything, set_rng_state
+
+if TYPE_CHECKING:
+    from bigvocab.models.base import WordModel
 
 #: The signals after which a run saves and stops: Ctrl-C, and what schedulers and ``docker stop`` send.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -57,6 +60,10 @@ class DivergenceWarning(UserWarning):
     """The training loss grew far past where it started, or validation perplexity became infinite."""
 
 
+@overload
+def _check_ids(name: str, ids: Tensor | None, *, required: Literal[True]) -> Tensor: ...
+@overload
+def _check_ids(name: str, ids: Tensor | None, *, required: Literal[False]) -> Tensor | None: ...
 def _check_ids(name: str, ids: Tensor | None, *, required: bool) -> Tensor | None:
     """``ids`` checked to be a 1-D LongTensor; an absent or empty optional split becomes None."""
     if ids is None:
@@ -107,11 +114,11 @@ class Trainer:
 
     def __init__(
         self,
-        model: nn.Module,
+        model: WordModel,
         train_ids: Tensor,
         valid_ids: Tensor | None = None,
         config: TrainConfig | None = None,
-        out_dir: str | Path | None = None,
+        out_dir: PathLike | None = None,
         meta: dict[str, Any] | None = None,
         *,
         overwrite: bool = False,
@@ -193,8 +200,8 @@ class Trainer:
     @classmethod
     def resume(
         cls,
-        out_dir: str | Path,
-        model: nn.Module,
+        out_dir: PathLike,
+        model: WordModel,
         train_ids: Tensor,
         valid_ids: Tensor | None = None,
         *,
@@ -237,7 +244,7 @@ class Trainer:
         return trainer
 
     def _load_state(self, checkpoint: dict[str, Any]) -> None:
-        path = self.out_dir / "last.pt"
+        path = self._run_dir / "last.pt"
         try:
             states = checkpoint["optimizers"]
             if len(states) != len(self.optimizers):
@@ -371,7 +378,7 @@ class Trainer:
         if number is None:
             return
         self._stop_signal = None
-        path = self.out_dir / "last.pt"
+        path = self._run_dir / "last.pt"
         where = f"in epoch {self.epoch + 1}" if self.step_in_epoch else f"the end of epoch {self.epoch}"
         raise TrainingInterrupted(
             f"{signal.Signals(number).name} received: stopped after step {self.step} ({where}) and saved "
@@ -400,25 +407,32 @@ class Trainer:
         """Under the lock: the last.pt this trainer resumed from is still the directory's newest,
         and stale temporaries of a killed save go."""
         try:
-            stat = (self.out_dir / "last.pt").stat()
+            stat = (self._run_dir / "last.pt").stat()
             current = (stat.st_mtime_ns, stat.st_size)
         except FileNotFoundError:
             current = None
         if current != self._resumed_file:
             raise CheckpointError(
-                f"{str(self.out_dir / 'last.pt')!r} changed after it was read (another run wrote it); resume again"
+                f"{str(self._run_dir / 'last.pt')!r} changed after it was read (another run wrote it); resume again"
             )
         self._resumed_file = None
-        remove_stale_temporaries(self.out_dir, RUN_FILES)
+        remove_stale_temporaries(self._run_dir, RUN_FILES)
         self._write_config()
 
     def _write_config(self) -> None:
-        atomic_write_text(self.out_dir / "config.json", strict_json(self.config.to_dict(), indent=2) + "\n")
+        atomic_write_text(self._run_dir / "config.json", strict_json(self.config.to_dict(), indent=2) + "\n")
+
+    @property
+    def _lr_schedule(self) -> LRSchedule:
+        """The schedule of a started or resumed run."""
+        if self.schedule is None:
+            raise RuntimeError("the run has no learning-rate schedule before fit() starts it")
+        return self.schedule
 
     def _make_schedule(self) -> LRSchedule:
         config = self.config
         total = None
-        if config.lr_schedule == "linear":
+        if config.lr_schedule == "linear" and self.steps_per_epoch is not None:
             total = self.steps_per_epoch * config.epochs
             if self.curriculum is not None:  # its first epochs are shorter
                 grown = min(config.epochs, self.curriculum.epochs)
@@ -528,7 +542,7 @@ class Trainer:
     def _train_step(self, batch: dict[str, Any]) -> tuple[float, int]:
         batch = batch_to(batch, self.device)
         targets = int(batch["target"].numel())
-        lr = self.schedule.at_step(self.step)
+        lr = self._lr_schedule.at_step(self.step)
         for optimizer in self.optimizers:
             for group in optimizer.param_groups:
                 group["lr"] = lr
@@ -593,7 +607,7 @@ class Trainer:
             self.steps_per_epoch = self.steps_per_epoch or self.step_in_epoch
         self.step_in_epoch, self.epoch_loss_sum, self.epoch_targets = 0, 0.0, 0
         self.window_loss_sum, self.window_targets = 0.0, 0  # a window ends with its epoch
-        valid_ppl = self.evaluate(self.valid_ids) if self.can_validate else None
+        valid_ppl = self.evaluate(self.valid_ids) if self.can_validate and self.valid_ids is not None else None
         self._watch_divergence(epoch_loss, f"training loss of epoch {self.epoch}")
         if valid_ppl is not None and not math.isfinite(valid_ppl):
             self._warn_divergence(f"validation perplexity after epoch {self.epoch} is {valid_ppl}")
@@ -602,8 +616,8 @@ class Trainer:
             self.best_ppl, self.best_epoch, self.bad_epochs = valid_ppl, self.epoch, 0
         elif valid_ppl is not None:
             self.bad_epochs += 1
-        lr = self.schedule.lr
-        next_lr = self.schedule.end_of_epoch(improved)
+        lr = self._lr_schedule.lr
+        next_lr = self._lr_schedule.end_of_epoch(improved)
         if config.patience is not None and self.bad_epochs >= config.patience:
             self.stopped_early = True
         self.elapsed = time.perf_counter() - self._clock
@@ -652,7 +666,7 @@ class Trainer:
         tokens_per_s = tokens / max(seconds, 1e-9)
         self.elapsed = now - self._clock
         self._watch_divergence(loss, f"training loss at step {self.step}")
-        lr = self.schedule.lr
+        lr = self._lr_schedule.lr
         self._log(
             {
                 "event": "step",
@@ -679,7 +693,7 @@ class Trainer:
         if not self._warned_divergence:
             self._warned_divergence = True
             warnings.warn(
-                f"the run is diverging: {what}; a lower learning rate (now {self.schedule.lr:.3g}) "
+                f"the run is diverging: {what}; a lower learning rate (now {self._lr_schedule.lr:.3g}) "
                 "or clip_norm usually helps",
                 DivergenceWarning,
                 stacklevel=4,
@@ -691,7 +705,7 @@ class Trainer:
 
     def _truncate_metrics(self) -> None:
         """Drop events logged after the checkpoint being resumed; the resumed run logs them again."""
-        path = self.out_dir / "metrics.jsonl"
+        path = self._run_dir / "metrics.jsonl"
         if not path.exists():
             return
         kept = []
@@ -702,6 +716,13 @@ class Trainer:
             except json.JSONDecodeError:
                 continue
         atomic_write_text(path, "".join(line + "\n" for line in kept))
+
+    @property
+    def _run_dir(self) -> Path:
+        """``out_dir``, for the steps that only a run with one takes (saving, resuming, signals)."""
+        if self.out_dir is None:
+            raise RuntimeError("this step needs the trainer's out_dir, and it has none")
+        return self.out_dir
 
     def _path(self, name: str) -> Path | None:
         if self.out_dir is None:
@@ -714,16 +735,18 @@ class Trainer:
             return
         self.elapsed = time.perf_counter() - self._clock
         if self.distributed is None:
-            model_state = self.model.state_dict()
-            optimizer_states = [optimizer.state_dict() for optimizer in self.optimizers]
+            model_state: dict[str, Any] | None = self.model.state_dict()
+            optimizer_states: list[dict[str, Any] | None] = [optimizer.state_dict() for optimizer in self.optimizers]
         else:  # every rank takes part in gathering the one-process state; rank 0 writes it
             model_state = self.distributed.model_state(self.model)
             optimizer_states = [
                 self.distributed.optimizer_state(optimizer, self.model) for optimizer in self.optimizers
             ]
         replicas = self.distributed.replica_states(self.model, self.optimizers) if self.distributed else None
-        if self._writes:
-            self._write_checkpoint(name, model_state, optimizer_states, replicas)
+        if self._writes:  # the writing rank holds every gathered state
+            self._write_checkpoint(
+                name, cast("dict[str, Any]", model_state), cast("list[dict[str, Any]]", optimizer_states), replicas
+            )
         if self.distributed is not None:  # no rank goes on (to read it, to resume) before the file exists
             self.distributed.barrier()
 
@@ -736,12 +759,12 @@ class Trainer:
     ) -> None:
         extra = {"replicas": replicas} if replicas is not None else {}
         save_checkpoint(
-            self.out_dir / name,
+            self._run_dir / name,
             {
                 **extra,
                 "model": model_state,
                 "optimizers": optimizer_states,
-                "schedule": self.schedule.state_dict(),
+                "schedule": self._lr_schedule.state_dict(),
                 "rng": get_rng_state(),
                 "position": {
                     "epoch": self.epoch,

@@ -53,7 +53,7 @@ def _check_sentences(sentences: object) -> Iterable[Sequence[str]]:
         )
     if not hasattr(sentences, "__iter__"):
         raise ConfigError(f"sentences must be an iterable of lists of words, got {type(sentences).__name__}")
-    return sentences  # type: ignore[return-value]
+    return sentences
 
 
 def iter_sentences(sentences: object) -> Iterator[Sequence[str]]:

@@ -32,6 +32,7 @@ import torch
 
 from bigvocab.errors import CheckpointError, ConfigError, DataError
 from bigvocab.models import build_model
+from bigvocab.models.base import LanguageModel, WordModel
 from bigvocab.models.word2vec import WORD2VEC_DEFAULTS, word2vec_output_options
 from bigvocab.outputs.engine import HIERARCHICAL_SOFTMAX, NEGATIVE_SAMPLING, engine_kind_of, layer_for_engine_kind
 from bigvocab.registry import OUTPUTS
@@ -156,7 +157,7 @@ class Word2Vec:
             raise ConfigError(
                 "hogbatch=True shares negatives within a skip-gram window: it needs sg=1 and negative sampling (hs=0)"
             )
-        self.module = None  # the bigvocab model, built by build_vocab
+        self.module: WordModel | None = None  # the bigvocab model, built by build_vocab
         self.wv: KeyedVectors | None = None
         self.corpus_count = 0
         self.corpus_total_words = 0
@@ -244,6 +245,18 @@ class Word2Vec:
         self._index = dict(self.wv.key_to_index)
 
     @property
+    def _module(self) -> WordModel:
+        if self.module is None:
+            raise DataError("the model is not built yet: build the vocabulary first (build_vocab)")
+        return self.module
+
+    @property
+    def _vectors(self) -> KeyedVectors:
+        if self.wv is None:
+            raise DataError("there are no word vectors yet: build the vocabulary first (build_vocab)")
+        return self.wv
+
+    @property
     def uses_engine(self) -> bool:
         """True when the compiled engine trains this model (``neg`` or ``hsm``), False for the torch path."""
         return self.engine and self.module is not None and engine_unsupported(self.module) is None
@@ -261,7 +274,7 @@ class Word2Vec:
     def _engine_rows(self, kind: str) -> np.ndarray | None:
         """The output layer's rows (a view) when it is word2vec's layer ``kind`` (see
         :mod:`bigvocab.outputs.engine`), else None."""
-        output = self.module.output if self.module is not None else None
+        output = self.module.output if isinstance(self.module, LanguageModel) else None
         if output is None or output.engine_kind != kind or output.engine_unsupported() is not None:
             return None
         return output.engine_tables().rows.detach().numpy()
@@ -310,7 +323,7 @@ class Word2Vec:
         else:
             kept = self._train_torch(stream, epochs, alpha, min_alpha)
         self.epochs_trained += epochs
-        self.wv.fill_norms()
+        self._vectors.fill_norms()
         return kept, words * epochs
 
     def _train_engine(self, stream: np.ndarray, words: int, epochs: int, alpha: float, min_alpha: float) -> int:
@@ -345,7 +358,7 @@ class Word2Vec:
         config = TrainConfig(
             epochs=epochs, lr=alpha, min_lr=min_alpha, patience=None, seed=self.seed, progress=self.progress, **options
         )
-        Trainer(self.module, ids, None, config).fit()
+        Trainer(self._module, ids, None, config).fit()
         return int(ids.numel()) * epochs
 
     # ------------------------------------------------------------------ corpus
@@ -358,7 +371,7 @@ class Word2Vec:
 
     def _stream(self, corpus_iterable, corpus_file) -> tuple[np.ndarray, int]:
         sentences = self._sentences(corpus_iterable, corpus_file)
-        unseen = self.wv.key_to_index[self.unk] if self.unk is not None else corpus_io.DROP
+        unseen = self._vectors.key_to_index[self.unk] if self.unk is not None else corpus_io.DROP
         if corpus_file is None:
             return corpus_io.encode(sentences, self._index, unseen)
         if self._tmp is None:
@@ -377,7 +390,7 @@ class Word2Vec:
             {
                 "format": _SAVE_FORMAT,
                 "options": state,
-                "words": self.wv.index_to_key,
+                "words": self._vectors.index_to_key,
                 "counts": self.counts,
                 "module": self.module.state_dict(),
             },
@@ -396,7 +409,7 @@ class Word2Vec:
         vars(model).update(saved["options"])
         model._tmp = None
         model._build(saved["words"], saved["counts"])
-        model.module.load_state_dict(saved["module"])
+        model._module.load_state_dict(saved["module"])
         return model
 
     def __repr__(self) -> str:

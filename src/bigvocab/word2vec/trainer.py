@@ -69,7 +69,7 @@ class EngineTrainer(Trainer):
         config = self.config
         stream, words = self._stream()
         schedule = Schedule(config.lr, config.min_lr, words * config.epochs)
-        self.schedule.at_step(self.step)  # the lr logged for the epoch: the one it starts with
+        self._lr_schedule.at_step(self.step)  # the lr logged for the epoch: the one it starts with
         self.model.train()
         started = time.perf_counter()
         with progress_bar(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from bigvocab.errors import ConfigError
 
@@ -128,7 +129,7 @@ class BenchConfig:
             lr=0.1,
             model_kwargs={"embedding_dim": 32, "hidden_dim": 128, "context": 4},
         )
-        settings = dict(
+        settings: dict[str, Any] = dict(
             mode="full",
             vocab_sizes=(10_000, 100_000, 1_000_000),
             batch=1024,
@@ -177,5 +178,5 @@ def parse_patterns(text: str) -> list[str]:
     """``"hsm*, sampled"`` -> ["hsm*", "sampled"]."""
     patterns = [part.strip() for part in text.split(",") if part.strip()]
     if not patterns:
-        raise ConfigError("--outputs needs at least one name or pattern, e.g. 'hsm*,sampled'")
+        raise ConfigError("--outputs needs at least one row name or fnmatch pattern (see 'bigvocab list')")
     return patterns

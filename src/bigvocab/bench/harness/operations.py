@@ -171,7 +171,7 @@ def layer_operations(layer: OutputLayer, workload: Workload) -> dict[str, Callab
         with torch.no_grad():
             return layer.topk(workload.eval_hidden, TOPK)
 
-    operations = {"train": train, "log_softmax": log_softmax, "topk": topk}
+    operations: dict[str, Callable[[], object]] = {"train": train, "log_softmax": log_softmax, "topk": topk}
     if layer.topk_by_search:
         operations["topk_fitted"] = FittedTopk(layer, workload)
     return operations
@@ -186,11 +186,16 @@ class FittedTopk:
         self.fitted: OutputLayer | None = None
         self.target_probability: float | None = None
 
-    def fit(self) -> None:
+    def fit(self) -> OutputLayer:
+        """Make the fitted copy (and its :attr:`target_probability`); returns the copy."""
         self.fitted, self.target_probability = fitted_copy(self.layer, self.workload)
+        return self.fitted
+
+    def fitted_layer(self) -> OutputLayer:
+        """The fitted copy, made by :meth:`fit` on first use."""
+        return self.fitted if self.fitted is not None else self.fit()
 
     def __call__(self) -> tuple[Tensor, Tensor]:
-        if self.fitted is None:
-            self.fit()
+        fitted = self.fitted_layer()  # fitting trains: outside no_grad
         with torch.no_grad():
-            return self.fitted.topk(self.workload.eval_hidden, TOPK)
+            return fitted.topk(self.workload.eval_hidden, TOPK)

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import cast
 
 from bigvocab.bench.harness.rows import QualityRow, SpeedRow
+from bigvocab.outputs.factory import reference_output
 
 MISSING_MATPLOTLIB = "matplotlib is not installed, so no plots were drawn (pip install 'bigvocab[plot]')"
 
@@ -66,7 +68,7 @@ def _speedup_plot(plt, rows: list[SpeedRow], path: Path) -> Path:
     axes.set_yscale("log")
     axes.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
     axes.set_xlabel("vocabulary size V")
-    axes.set_ylabel("training speed-up over full softmax")
+    axes.set_ylabel(f"training speed-up over {reference_output()}")
     axes.set_title("Training step speed-up (median of paired ratios, IQR bars)")
     axes.legend(fontsize=7, ncol=2)
     figure.tight_layout()
@@ -108,8 +110,9 @@ def _perplexity_plot(plt, rows: list[QualityRow], path: Path) -> Path:
         axes.set_yscale("log")  # a diverged layer sits orders of magnitude above the rest
         _tick_at_budgets(axes, sorted({p.budget_seconds for r in mine for p in r.curve}))
         ends = [(r.curve[-1], r.approach) for r in mine]
+        # relative: every point has a ratio
         _label_curve_ends(
-            axes, [(label, p.train_seconds, p.ppl_ratio if relative else p.test_ppl) for p, label in ends]
+            axes, [(label, p.train_seconds, cast(float, p.ppl_ratio) if relative else p.test_ppl) for p, label in ends]
         )
         axes.set_xlabel("training wall time (s)")
         axes.set_ylabel("exact test perplexity / floor" if relative else "exact test perplexity")
@@ -121,9 +124,9 @@ def _perplexity_plot(plt, rows: list[QualityRow], path: Path) -> Path:
                 handles.append(handle)
                 names.append(name)
     if _KEPT_LABEL in names:  # after the layers' entries, not among them
-        kept = names.index(_KEPT_LABEL)
-        handles.append(handles.pop(kept))
-        names.append(names.pop(kept))
+        where = names.index(_KEPT_LABEL)
+        handles.append(handles.pop(where))
+        names.append(names.pop(where))
     figure.legend(handles, names, loc="lower center", ncol=_LEGEND_COLUMNS, fontsize=7, frameon=False)
     figure.tight_layout(rect=(0, legend_inches / figure.get_figheight(), 1, 1))
     figure.savefig(path, dpi=120)

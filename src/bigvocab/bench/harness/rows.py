@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, is_dataclass
+from typing import cast
 
 from bigvocab.bench.harness.timing import RatioSummary
 
@@ -171,7 +172,7 @@ class QualityRow:
         due = [point for point in self.curve if budget is None or point.budget_seconds <= budget]
         if not due or any(point.valid_ppl is None for point in due):
             return None
-        return min(due, key=lambda point: point.valid_ppl)
+        return min(due, key=lambda point: cast(float, point.valid_ppl))  # none is None (checked above)
 
     @classmethod
     def from_dict(cls, record: dict) -> QualityRow:

@@ -3,8 +3,8 @@ trees) plus the registered peers.
 
 Rows are read from the registries and the layers' ``variants`` at run time, so a newly
 registered layer appears in the table without any change here. ``--outputs`` patterns
-(:mod:`fnmatch`, comma-separated) select among
-them; ``full`` is always run because every ratio is taken against it.
+(:mod:`fnmatch`, comma-separated) select among them; the layer that declares itself the
+``reference`` (the exact softmax) is always run because every ratio is taken against it.
 """
 
 from __future__ import annotations
@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from bigvocab.bench.harness import peers  # noqa: F401  (registers the peers)
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.base import OutputLayer
+from bigvocab.outputs.factory import output_variants, reference_output
 from bigvocab.registry import OUTPUTS, PEERS, unknown_name_message
-
-REFERENCE = "full"
 
 
 @dataclass(frozen=True)
@@ -32,7 +31,7 @@ class Candidate:
 
     @property
     def is_reference(self) -> bool:
-        return self.label == REFERENCE
+        return self.kind == "layer" and self.label == reference_output()
 
     @property
     def layer_class(self) -> type[OutputLayer]:
@@ -42,15 +41,7 @@ class Candidate:
 
 def all_candidates() -> list[Candidate]:
     """Every row the registry and the peer list offer, registration order, peers last."""
-    rows: list[Candidate] = []
-    for name in OUTPUTS.names():
-        variants = OUTPUTS.get(name).variants
-        if not variants:
-            rows.append(Candidate(name, name))
-        else:
-            rows.extend(
-                Candidate(f"{name}[{variant}]", name, options=dict(options)) for variant, options in variants.items()
-            )
+    rows = [Candidate(label, name, options=options) for label, name, options in output_variants()]
     rows.extend(Candidate(name, name, kind="peer") for name in PEERS.names())
     return rows
 
@@ -63,7 +54,7 @@ def _matches(pattern: str, candidate: Candidate) -> bool:
 
 
 def select_candidates(patterns: Sequence[str] | None, candidates: list[Candidate] | None = None) -> list[Candidate]:
-    """The rows matching any of ``patterns`` (all when None), with ``full`` first.
+    """The rows matching any of ``patterns`` (all when None), with the reference layer first.
 
     A pattern matching nothing is a :class:`ConfigError` naming the closest rows.
     """
@@ -78,7 +69,9 @@ def select_candidates(patterns: Sequence[str] | None, candidates: list[Candidate
         chosen = [c for c in pool if any(_matches(p, c) for p in patterns)]
     reference = [c for c in pool if c.is_reference]
     if not reference:
-        raise ConfigError(f"the reference layer {REFERENCE!r} is not registered; every ratio is taken against it")
+        raise ConfigError(
+            f"the reference layer {reference_output()!r} is not among the rows; every ratio is taken against it"
+        )
     return reference + [c for c in chosen if not c.is_reference]
 
 

@@ -63,7 +63,7 @@ def paired_timings(
     and allocator state that work left behind, which a loop calling the same operation again and
     again does not pay.
     """
-    sides = {
+    sides: dict[str, tuple[Callable[[], object], int, bool, list[float]]] = {
         "reference": (reference, reference_inner, reference_warmup, []),
         "candidate": (candidate, candidate_inner, candidate_warmup, []),
     }

@@ -47,6 +47,7 @@ from bigvocab.bench.harness.operations import fitted_copy, make_workload
 from bigvocab.bench.harness.side_data import synthetic_side_data
 from bigvocab.bench.harness.timing import paired_speedup, paired_timings
 from bigvocab.outputs.base import OutputLayer
+from bigvocab.outputs.factory import reference_output
 
 #: (build options, list of search options) per kind: each build is searched at every point.
 SWEEPS: dict[str, list[tuple[dict, list[dict]]]] = {
@@ -143,7 +144,7 @@ def clustered_weights(config: AnnConfig) -> Synthetic:
 def clustered_inputs(config: AnnConfig) -> AnnInputs:
     """A ``full`` layer holding :func:`clustered_weights`, and their queries."""
     data = clustered_weights(config)
-    layer = bigvocab.create_output("full", config.hidden, config.vocab_size).eval()
+    layer = bigvocab.create_output(reference_output(), config.hidden, config.vocab_size).eval()
     with torch.no_grad():
         layer.weight.copy_(data.weight)
         layer.bias.copy_(data.bias)
@@ -159,11 +160,12 @@ def fitted_inputs(config: AnnConfig) -> AnnInputs:
         side.counts, config.hidden, config.queries, config.queries, seed=config.seed, device=torch.device("cpu")
     )
     torch.manual_seed(config.seed)
-    layer = bigvocab.create_output("full", config.hidden, config.vocab_size, counts=side.counts)
+    layer = bigvocab.create_output(reference_output(), config.hidden, config.vocab_size, counts=side.counts)
     fitted, target_probability = fitted_copy(layer, workload)
     del layer
     recipe = (
-        f"V = {config.vocab_size:,}, H = {config.hidden}: `full` initialised under seed {config.seed} and fitted to "
+        f"V = {config.vocab_size:,}, H = {config.hidden}: `{reference_output()}` initialised under seed {config.seed} "
+        "and fitted to "
         f"the {config.queries} queries (h ~ N(0, I), targets drawn from the synthetic unigram) by "
         f"bigvocab.bench.harness.operations.fitted_copy; mean target probability after fitting {target_probability:.3f}"
     )
@@ -305,7 +307,7 @@ def report_markdown(results: dict[str, Any], command: str) -> str:
     """The recall/speed table, one row per sweep point, and how it was made."""
     config, machine = results["config"], results["machine"]
     lines = [
-        f"# Approximate top-{config['k']}: recall against speed-up over exact `full` top-{config['k']}",
+        f"# Approximate top-{config['k']}: recall against speed-up over exact `{reference_output()}` top-{config['k']}",
         "",
         f"Command: `{command}` ({results['wall_seconds'] / 60:.0f} min).",
         f"Machine: {machine['cpu']}, {machine['usable_cores']} usable cores, torch {machine['torch']}, "

@@ -181,6 +181,10 @@ def run_distributed_bench(config: BenchConfig, world_size: int, *, stream: TextI
     writes ``distributed.json`` and ``distributed.md`` under ``config.out``."""
     if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 2:
         raise ConfigError(f"--distributed needs at least 2 processes, got {world_size!r}")
+    if config.out is None:
+        raise ConfigError(
+            "--distributed writes distributed.json and distributed.md under out: give it a folder (--out DIR)"
+        )
     candidates = [c for c in select_candidates(config.outputs) if c.kind == "layer"]
     results, tables = [], []
     for vocab_size in config.vocab_sizes:

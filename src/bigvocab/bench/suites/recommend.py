@@ -39,17 +39,17 @@ def recommend(quality_rows: list[QualityRow], tolerance: float = TOLERANCE) -> l
         on_validation = all(point.valid_ppl is not None for row in rows for point in row.curve)
         budgets = sorted({point.budget_seconds for row in rows for point in row.curve})
         for budget in budgets:
-            kept = {row.approach: kept_point(row, budget, on_validation) for row in rows}
-            kept = {label: point for label, point in kept.items() if point is not None}
+            points = {row.approach: kept_point(row, budget, on_validation) for row in rows}
+            kept = {label: point for label, point in points.items() if point is not None}
             if not kept:
                 continue
             best = min(kept, key=lambda label: kept[label].test_ppl)
             best_ppl = kept[best].test_ppl
-            reached = {
+            firsts = {
                 row.approach: _first_within(row, budget, (1 + tolerance) * best_ppl, on_validation) for row in rows
             }
-            reached = {label: seconds for label, seconds in reached.items() if seconds is not None}
-            fastest = min(reached, key=reached.get)
+            reached = {label: seconds for label, seconds in firsts.items() if seconds is not None}
+            fastest = min(reached, key=reached.__getitem__)
             lines.append(
                 {
                     "dataset": dataset,

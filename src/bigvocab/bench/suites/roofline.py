@@ -149,7 +149,7 @@ def add_roofline_fractions(rows: list[SpeedRow], best_gflops: float, bandwidth: 
             row.matmul_fraction = row.achieved_gflops / best_gflops
         step_seconds = row.train_seconds
         rates = bandwidth.get(str(row.vocab_size))
-        if row.required_bytes is not None and step_seconds and rates is not None:
+        if row.required_flops is not None and row.required_bytes is not None and step_seconds and rates is not None:
             limit = roofline_seconds(
                 row.required_flops,
                 row.required_bytes,

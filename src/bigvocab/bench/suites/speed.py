@@ -113,7 +113,7 @@ def probe_seconds_per_row(
     """Seconds per row of evaluation operation ``name`` (``log_softmax``, ``topk`` or
     ``topk_fitted``), from a call on the first test row; a call that predicts a skip is repeated
     once, so a first-call cost alone does not skip an operation."""
-    target = operation.fitted if isinstance(operation, FittedTopk) else layer
+    target = operation.fitted_layer() if isinstance(operation, FittedTopk) else layer
     row = workload.eval_hidden[:1]
     target.eval()
     seconds = float("inf")
@@ -185,7 +185,9 @@ def measure_vocab(
     reference_layer, _ = build_layer(candidates[0], config.hidden, vocab_size, side, num_samples=config.num_samples)
     reference, reference_errors, _ = prepare(reference_layer.to(device), workload, device, config.min_time)
     if reference_errors:
-        raise RuntimeError(f"the reference layer 'full' failed at V={vocab_size}: {'; '.join(reference_errors)}")
+        raise RuntimeError(
+            f"the reference layer {candidates[0].label!r} failed at V={vocab_size}: {'; '.join(reference_errors)}"
+        )
     full_params = parameter_count(reference_layer)
     rows = []
     for candidate in candidates:
@@ -216,7 +218,7 @@ def measure_vocab(
             layer = layer.to(device)
             prepared, errors, skipped = prepare(layer, workload, device, config.min_time)
             fitted = prepared.operations.get("topk_fitted")
-            if fitted is not None:
+            if isinstance(fitted, FittedTopk):
                 row.topk_fitted_target_p = fitted.target_probability
             row.timings = time_operations(reference, prepared, config, device)
             _add_size_and_flops(row, layer, workload, prepared, full_params)

@@ -27,23 +27,20 @@ from typing import Any
 import torch
 
 from bigvocab.bench.harness.timing import paired_speedup
+from bigvocab.outputs.engine import HIERARCHICAL_SOFTMAX, NEGATIVE_SAMPLING
 from bigvocab.word2vec import Word2Vec
 
-#: (label, sg, hs, hogbatch) rows of the speed table.
-SPEED_ROWS = (
-    ("sg + neg", 1, 0, False),
-    ("sg + neg, HogBatch", 1, 0, True),
-    ("sg + hs", 1, 1, False),
-    ("cbow + neg", 0, 0, False),
-    ("cbow + hs", 0, 1, False),
-)
-QUALITY_ROWS = (
-    ("sg + neg", 1, 0, False),
-    ("sg + neg, HogBatch", 1, 0, True),
-    ("sg + hs", 1, 1, False),
-    ("cbow + neg", 0, 0, False),
-    ("cbow + hs", 0, 1, False),
-)
+
+def _row(sg: int, hs: int, hogbatch: bool = False) -> tuple[str, int, int, bool]:
+    """(label, sg, hs, hogbatch): the label names the model and word2vec's update (its engine kind)."""
+    update = HIERARCHICAL_SOFTMAX if hs else NEGATIVE_SAMPLING
+    return f"{'sg' if sg else 'cbow'} + {update}{', HogBatch' if hogbatch else ''}", sg, hs, hogbatch
+
+
+#: (label, sg, hs, hogbatch) rows of the speed table ...
+SPEED_ROWS = (_row(1, 0), _row(1, 0, hogbatch=True), _row(1, 1), _row(0, 0), _row(0, 1))
+#: ... and of the quality table.
+QUALITY_ROWS = SPEED_ROWS
 EVAL_FILES = {"ws353": "wordsim353.tsv", "simlex": "simlex999.txt", "analogy": "questions-words.txt"}
 
 
@@ -53,7 +50,8 @@ def brown_sentences(brown: Path) -> list[list[str]]:
 
     corpus = load_corpus(f"brown:{brown}", progress=False)
     words, eos = corpus.vocab.words, corpus.vocab.index("</s>")
-    sentences, current = [], []
+    sentences: list[list[str]] = []
+    current: list[str] = []
     for i in corpus.train.tolist():
         if i == eos:
             if current:

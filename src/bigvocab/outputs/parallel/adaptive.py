@@ -52,9 +52,9 @@ class VocabParallelAdaptive(RowSharded, AdaptiveSoftmax):
         # Every cluster's split is checked before any is cut, so a refusal leaves the layer whole.
         self.shards = [
             even_rows(output.weight.shape[0], group, what=f"adaptive's cluster {i}")
-            for i, (_, output) in enumerate(self.tail)
+            for i, (_, output) in enumerate(self._clusters())
         ]
-        for (_, output), shard in zip(self.tail, self.shards):
+        for (_, output), shard in zip(self._clusters(), self.shards):
             rows = output.weight.detach()[shard.start : shard.stop].clone()
             output.weight = nn.Parameter(rows, requires_grad=output.weight.requires_grad)
 
@@ -64,7 +64,7 @@ class VocabParallelAdaptive(RowSharded, AdaptiveSoftmax):
     def _cluster_log_prob(self, cluster: int, x: Tensor, target: Tensor) -> Tensor:
         log_z, logit = sharded_log_normaliser(
             x,
-            self.tail[cluster][1].weight,
+            self._clusters()[cluster][1].weight,
             None,
             target,
             self.shards[cluster],
@@ -73,12 +73,17 @@ class VocabParallelAdaptive(RowSharded, AdaptiveSoftmax):
         return logit - log_z
 
     def _cluster_log_softmax(self, cluster: int, x: Tensor) -> Tensor:
-        logits = sharded_logits(x, self.tail[cluster][1].weight, None, self.shards[cluster])
+        logits = sharded_logits(x, self._clusters()[cluster][1].weight, None, self.shards[cluster])
         return logits.log_softmax(dim=1)
 
     def _cluster_topk(self, cluster: int, x: Tensor, k: int) -> tuple[Tensor, Tensor]:
         return sharded_topk(
-            x, self.tail[cluster][1].weight, None, k, self.shards[cluster], max_chunk_elements=self.max_chunk_elements
+            x,
+            self._clusters()[cluster][1].weight,
+            None,
+            k,
+            self.shards[cluster],
+            max_chunk_elements=self.max_chunk_elements,
         )
 
     def extra_repr(self) -> str:

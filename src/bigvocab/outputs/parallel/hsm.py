@@ -101,6 +101,10 @@ class VocabParallelHSM(RowSharded, HierarchicalSoftmax):
     each in one-process row order; the tree and everything derived from it stay whole.
     """
 
+    # Buffers that _set_tree adds to the one-process layer's: each node's owner, this rank's rows.
+    _node_owner: Tensor
+    _held_rows: Tensor
+
     def __init__(self, layer: HierarchicalSoftmax, group: Any) -> None:
         if isinstance(layer, VocabParallelHSM):
             raise ConfigError("this layer is already vocabulary-parallel")

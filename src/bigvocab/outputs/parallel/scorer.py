@@ -73,7 +73,7 @@ class VocabParallelScorer(RowSharded, Scorer):
     ) -> None:
         super().__init__(in_features, num_classes, max_chunk_elements=max_chunk_elements)
         self.shard = vocab_shard(num_classes, process_group, partition)
-        factory = {"device": device, "dtype": dtype}
+        factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.weight = nn.Parameter(torch.empty(self.shard.size, in_features, **factory))
         self.bias = nn.Parameter(torch.zeros(self.shard.size, **factory)) if bias else None
         self.reset_parameters()

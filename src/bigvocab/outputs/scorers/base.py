@@ -14,8 +14,8 @@ What a scorer answers (all tensors on the scorer's device and dtype; N rows, H f
   ids, as sparse tensors when :attr:`sparse_grad` is set: this is what lets a sampled step cost
   O(M) rather than O(V).
 * :meth:`target_logits` -- (N, H), (N,) -> (N,) the score of each row's own target.
-* :meth:`target_and_class_logits` -- both at once; a scorer whose rows are computed (the CharCNN)
-  computes each distinct word once.
+* :meth:`target_and_class_logits` -- both at once, the targets one (N,) or several (N, T) per
+  row; a scorer whose rows are computed (the CharCNN) computes each distinct word once.
 * :meth:`log_normaliser` -- the exact (log Z, s_target), each (N,), over the whole vocabulary,
   streamed in chunks of at most ``max_chunk_elements`` scores and differentiable.
 * :meth:`topk` -- the exact k best (log-probability, id) pairs, (N, k) each, streamed likewise.
@@ -85,8 +85,10 @@ class Scorer(nn.Module):
         return self.class_logits(hidden, target.unsqueeze(1)).squeeze(1)
 
     def target_and_class_logits(self, hidden: Tensor, target: Tensor, ids: Tensor) -> tuple[Tensor, Tensor]:
-        """(N,) target scores and (N, M) scores of ``ids`` (M,) or (N, M), in one call."""
-        return self.target_logits(hidden, target), self.class_logits(hidden, ids)
+        """Scores of ``target`` -- (N,) one per row, or (N, T) several per row -- and (N, M) scores
+        of ``ids`` (M,) or (N, M), in one call."""
+        own = self.class_logits(hidden, target) if target.dim() == 2 else self.target_logits(hidden, target)
+        return own, self.class_logits(hidden, ids)
 
     # ------------------------------------------------------------------ whole vocabulary
     def log_normaliser(
@@ -116,7 +118,8 @@ class Scorer(nn.Module):
     def zero_rows_(self) -> None:
         """Set every free output row to zero (word2vec's start); only scorers with
         :attr:`free_rows` can."""
-        raise ConfigError(f"the {type(self).registered_name!r} scorer has no free output rows to zero")
+        name = getattr(type(self), "registered_name", type(self).__name__)
+        raise ConfigError(f"the {name!r} scorer has no free output rows to zero")
 
     def reset_parameters(self) -> None:
         """Draw the initial parameters again (scorers whose start is not random keep theirs)."""

@@ -15,7 +15,8 @@ cached until the parameters change or the scorer goes back to training.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any, cast
 
 import torch
 from torch import Tensor, nn
@@ -66,17 +67,18 @@ class CharCNN(nn.Module):
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
-        factory = {"device": device, "dtype": dtype}
+        factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.embedding = nn.Embedding(num_chars, char_dim, padding_idx=_PAD, **factory)
         self.widths = [check_positive_int("filter width", int(w)) for w, _ in filters]
         self.convs = nn.ModuleList(
             nn.Conv1d(char_dim, check_positive_int("filter count", int(n)), w, **factory) for w, n in filters
         )
         total = sum(int(n) for _, n in filters)
-        self.highways = nn.ModuleList(nn.Linear(total, 2 * total, **factory) for _ in range(highway_layers))
-        for highway in self.highways:
+        highways = [nn.Linear(total, 2 * total, **factory) for _ in range(highway_layers)]
+        for highway in highways:
             # Gates start mostly closed (carry), as Srivastava et al. recommend.
             nn.init.constant_(highway.bias[total:], -2.0)
+        self.highways = nn.ModuleList(highways)
         self.projection = nn.Linear(total, out_features, **factory)
 
     def forward(self, chars: Tensor, lengths: Tensor) -> Tensor:
@@ -114,6 +116,10 @@ class CNNScorer(RowScorer):
 
     eval_cache = True
 
+    # Buffers: every word's characters (V, max length) and their count (V,), marks included.
+    chars: Tensor
+    lengths: Tensor
+
     def __init__(
         self,
         in_features: int,
@@ -137,7 +143,7 @@ class CNNScorer(RowScorer):
             raise ConfigError(f"cnn: words must be a sequence of {num_classes} strings (one per class id)")
         if not filters:
             raise ConfigError("cnn: filters must list at least one (width, count) pair")
-        factory = {"device": device, "dtype": dtype}
+        factory: dict[str, Any] = {"device": device, "dtype": dtype}
         chars, lengths, self.alphabet = spell(words, check_positive_int("max_word_length", max_word_length))
         self.register_buffer("chars", chars.to(device), persistent=False)
         self.register_buffer("lengths", lengths.to(device), persistent=False)
@@ -151,7 +157,9 @@ class CNNScorer(RowScorer):
         )
         self.correction_dim = check_nonnegative_int("correction_dim", correction_dim)
         if self.correction_dim:
-            self.correction = nn.Parameter(torch.randn(num_classes, self.correction_dim, **factory) * 0.01)
+            self.correction: nn.Parameter | None = nn.Parameter(
+                torch.randn(num_classes, self.correction_dim, **factory) * 0.01
+            )
             self.correction_projection = nn.Linear(self.correction_dim, in_features, bias=False, **factory)
         else:
             self.correction = None
@@ -170,11 +178,12 @@ class CNNScorer(RowScorer):
         """The CharCNN of one word of mean length (marks included), its correction projected."""
         length = float(self.lengths.double().mean())
         char_dim = self.cnn.embedding.embedding_dim
+        # A ModuleList types its items as plain Modules: CharCNN's convs are Conv1d, its highways Linear.
         convolutions = sum(
             2.0 * char_dim * w * conv.out_channels * max(1.0, length - w + 1)
-            for conv, w in zip(self.cnn.convs, self.cnn.widths)
+            for conv, w in zip(cast("Iterable[nn.Conv1d]", self.cnn.convs), self.cnn.widths)
         )
-        highways = sum(2.0 * h.in_features * h.out_features for h in self.cnn.highways)
+        highways = sum(2.0 * h.in_features * h.out_features for h in cast("Iterable[nn.Linear]", self.cnn.highways))
         projection = 2.0 * self.cnn.projection.in_features * self.in_features
         return convolutions + highways + projection + 2.0 * self.correction_dim * self.in_features
 
@@ -203,7 +212,7 @@ class CNNScorer(RowScorer):
         key = tuple((p.data_ptr(), p._version) for p in self.parameters())
         if use_cache and self._cache is not None and self._cache[0] == key:
             return self._cache[1]
-        per_word = self.chars.shape[1] * sum(conv.out_channels for conv in self.cnn.convs)
+        per_word = self.chars.shape[1] * sum(conv.out_channels for conv in cast("Iterable[nn.Conv1d]", self.cnn.convs))
         budget = DEFAULT_CHUNK_ELEMENTS if self.max_chunk_elements is None else self.max_chunk_elements
         chunk = max(1, budget // per_word)
         ids = torch.arange(self.num_classes, device=self.chars.device)

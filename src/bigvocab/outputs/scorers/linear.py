@@ -7,7 +7,7 @@ literature; its rows can be tied to an input embedding (Press & Wolf 2017; Inan 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import Tensor, nn
@@ -47,7 +47,7 @@ class LinearScorer(RowScorer):
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(in_features, num_classes, max_chunk_elements=max_chunk_elements)
-        factory = {"device": device, "dtype": dtype}
+        factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.weight = nn.Parameter(torch.empty(num_classes, in_features, **factory))
         self.bias = nn.Parameter(torch.zeros(num_classes, **factory)) if bias else None
         self.reset_parameters()
@@ -69,7 +69,7 @@ class LinearScorer(RowScorer):
                 f"cannot tie an embedding of shape {tuple(embedding.weight.shape)} to an output "
                 f"weight of shape {(self.num_classes, self.in_features)}"
             )
-        self.weight = embedding.weight
+        self.weight = cast(nn.Parameter, embedding.weight)  # nn.Embedding types its Parameter as a Tensor
 
     def row_parameters(self) -> int:
         return self.in_features

@@ -115,17 +115,22 @@ class RowScorer(Scorer):
         )
 
     def target_and_class_logits(self, hidden: Tensor, target: Tensor, ids: Tensor) -> tuple[Tensor, Tensor]:
+        own = target if target.dim() == 2 else target.unsqueeze(1)
+        width = own.shape[1]
         if ids.dim() == 2 and pairs_compiled(hidden):
-            logits = self._pair_logits(hidden, torch.cat([target.unsqueeze(1), ids], dim=1))
-            return logits[:, 0], logits[:, 1:]
-        # One gather (one CNN pass, for computed rows) over the targets and the ids together.
-        both = torch.cat([target, ids.reshape(-1)])
+            logits = self._pair_logits(hidden, torch.cat([own, ids], dim=1))
+            own_logit = logits[:, :width]
+            return (own_logit if target.dim() == 2 else own_logit.squeeze(1)), logits[:, width:]
+        # One gather (one CNN pass, for computed rows) over the targets and the ids together: one
+        # sparse gradient for the rows of both.
+        both = torch.cat([own.reshape(-1), ids.reshape(-1)])
         rows, bias = self.rows(both), self._bias_of(both)
-        n = target.shape[0]
-        target_logit = self._dots(hidden, rows[:n], None if bias is None else bias[:n], (n, 1)).squeeze(1)
-        return target_logit, self._dots(hidden, rows[n:], None if bias is None else bias[n:], ids.shape)
+        m = own.numel()
+        own_logit = self._dots(hidden, rows[:m], None if bias is None else bias[:m], own.shape)
+        class_logit = self._dots(hidden, rows[m:], None if bias is None else bias[m:], ids.shape)
+        return (own_logit if target.dim() == 2 else own_logit.squeeze(1)), class_logit
 
-    def _dots(self, hidden: Tensor, rows: Tensor, bias: Tensor | None, shape: torch.Size) -> Tensor:
+    def _dots(self, hidden: Tensor, rows: Tensor, bias: Tensor | None, shape: tuple[int, ...]) -> Tensor:
         """Scores of rows (M, H) (+ bias (M,)) gathered for ids of ``shape``: (M,) shared by
         every hidden row, or (N, M') one set per row -> (N, M) or (N, M')."""
         if len(shape) == 1:
