@@ -39,6 +39,11 @@ def test_vocab_parallel_protocol_runs_both_layouts(tmp_path: Path) -> None:
     assert out.count("test ppl") == 2
 
 
+def test_parallel_sgd_protocol_runs_every_method(tmp_path: Path) -> None:
+    out = run(["bash", "benchmarks/brown/parallel_sgd.sh", "unused", str(tmp_path), "3"], tmp_path, CORPUS=TINY)
+    assert all(f"| {name} |" in out for name in ("gradients", "local-sgd", "easgd", "one"))
+
+
 def test_ab_step_pairs_two_trees(tmp_path: Path) -> None:
     command = [sys.executable, "benchmarks/ab_step.py", "--before", "src", "--after", "src", "--row", "nce"]
     out = run([*command, "--vocab", "2000", "--repeats", "2", "--steps", "1", "--warmup", "1"], tmp_path)

@@ -36,7 +36,7 @@ from bigvocab.errors import BigvocabError, ConfigError, TrainingInterrupted
 from bigvocab.files import write_json
 from bigvocab.outputs.base import SIDE_INPUTS
 from bigvocab.outputs.factory import output_variants, side_input_readers
-from bigvocab.registry import MODELS, OPTIMIZERS, OUTPUTS, SCHEDULES, SIDE_LOADERS
+from bigvocab.registry import CURRICULA, MODELS, OPTIMIZERS, OUTPUTS, SCHEDULES, SIDE_LOADERS
 
 EXIT_ERROR = 2
 #: Where `bigvocab list` starts its descriptions.
@@ -387,6 +387,45 @@ def build_parser() -> Parser:
     group.add_argument("--min-lr", type=nonnegative_float, metavar="LR", help=f"default {defaults.min_lr}")
     group.add_argument("--clip-norm", type=positive_float, metavar="F", help="clip the gradient norm")
     group.add_argument(
+        "--amsgrad", action="store_true", default=None, help="adam, adamw: AMSGrad's maximum of the second moments"
+    )
+    group.add_argument(
+        "--gradient-noise",
+        type=nonnegative_float,
+        metavar="ETA",
+        help="annealed Gaussian noise added to the gradients, variance ETA / (1 + step)^0.55 "
+        "(Neelakantan et al. 2015; default 0: none)",
+    )
+    group.add_argument(
+        "--curriculum",
+        metavar="MEASURE",
+        help=f"train the first epochs on the easiest part of the corpus, growing to all of it "
+        f"(Bengio et al. 2009): {', '.join(CURRICULA)}",
+    )
+    group.add_argument(
+        "--curriculum-epochs",
+        type=positive_int,
+        metavar="N",
+        help=f"epochs of the growing curriculum before the whole corpus (default {defaults.curriculum_epochs})",
+    )
+    group.add_argument(
+        "--averaging",
+        help="under torchrun, data parallel: gradients (every step, the default), local-sgd or easgd "
+        "(Zhang et al. 2015): each process steps alone and the models meet every --average-every steps",
+    )
+    group.add_argument(
+        "--average-every",
+        type=positive_int,
+        metavar="N",
+        help=f"local-sgd, easgd: steps between model averagings (default {defaults.average_every})",
+    )
+    group.add_argument(
+        "--elastic-alpha",
+        type=positive_float,
+        metavar="A",
+        help="easgd: the elastic moving rate (default 0.9 / processes)",
+    )
+    group.add_argument(
         "--patience",
         type=nonnegative_int,
         metavar="N",
@@ -506,6 +545,7 @@ def run_list(args: argparse.Namespace, extra: Sequence[str]) -> int:
         ("models (--model)", MODELS, None),
         ("optimizers (--optimizer)", OPTIMIZERS, None),
         ("lr schedules (--lr-schedule)", SCHEDULES, None),
+        ("curriculum measures (--curriculum)", CURRICULA, None),
         ("corpus specs (--corpus)", CORPORA, lambda name: CORPORA.get(name).form),
     )
     for title, registry, label in sections:

@@ -85,3 +85,16 @@ def test_vocab_parallel_in_one_process_is_one_clear_error(tmp_path, capsys, monk
     assert (
         len(err) == 1 and "--vocab-parallel splits the output layer over the processes of a torchrun launch" in err[0]
     )
+
+
+@pytest.mark.parametrize("method", ["local-sgd", "easgd"])
+def test_model_averaging_under_torchrun_checkpoints_a_model_one_process_evaluates(tmp_path, method):
+    out = tmp_path / method
+    averaging = ["--averaging", method, "--average-every", "4"]
+    bigvocab_command(
+        *TRAIN, "--output", "full", "--optimizer", "adam", "--lr", "0.01", *averaging, "--out", str(out), processes=2
+    )
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["steps"] == 12 and summary["test_ppl"] < 60
+    evaluated = bigvocab_command("eval", "--checkpoint", str(out / "last.pt"), "--no-progress")
+    assert f"{summary['test_ppl']:.3f}" in evaluated.stdout  # the consensus, read by one ordinary process
