@@ -4,7 +4,7 @@ from bigvocab import outputs, samplers  # noqa: F401  (importing registers the m
 from bigvocab.errors import BigvocabError, CheckpointError, ConfigError, DataError, NonFiniteError, UnknownNameError
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.outputs.factory import create_output, list_outputs
-from bigvocab.samplers.base import Sampler
+from bigvocab.samplers.base import Sampler, zipf_counts
 from bigvocab.samplers.factory import create_sampler, list_samplers
 from bigvocab.word2vec import KeyedVectors, Word2Vec
 
@@ -25,4 +25,5 @@ __all__ = [
     "create_sampler",
     "list_outputs",
     "list_samplers",
+    "zipf_counts",
 ]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import logging
 import math
 import os
 import shutil
@@ -458,9 +459,11 @@ def build_parser() -> Parser:
     )
     group.add_argument(
         "--skip-perplexity",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="no validation or test perplexity (for word vectors: exact evaluation of a sampled layer over the "
-        "whole vocabulary can cost more than training); no best.pt, no early stopping",
+        "whole vocabulary can cost more than training); no best.pt, no early stopping. A resumed run keeps "
+        "its run's choice unless given",
     )
 
     group = train.add_argument_group("run directory")
@@ -484,7 +487,13 @@ def build_parser() -> Parser:
     evaluate.add_argument("--checkpoint", required=True, metavar="PATH", help="a best.pt or last.pt")
     evaluate.add_argument("--corpus", metavar="SPEC", help="default: the corpus the model was trained on")
     evaluate.add_argument("--split", choices=("train", "valid", "test"), default="test", help="default test")
-    evaluate.add_argument("--batch-size", type=positive_int, default=512, metavar="N", help="default 512")
+    evaluate.add_argument(
+        "--batch-size",
+        type=positive_int,
+        metavar="N",
+        help="default 512; for a model that carries state along the text (lstm), the run's own batch size, "
+        "since its perplexity depends on how many streams the text is cut into",
+    )
     evaluate.add_argument("--device", default="cpu", help="default cpu")
     evaluate.add_argument("--skip-perplexity", action="store_true", help="only the word-vector benchmarks")
     evaluate.add_argument(
@@ -686,6 +695,8 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
             if writes:
                 lock.enter_context(RunLock(out, CLI_SPELLING))
             checkpoint = load_checkpoint(out / "last.pt")
+            if args.skip_perplexity is None:  # as the run was started
+                args.skip_perplexity = not (checkpoint.get("meta") or {}).get("validate", True)
             trainer, corpus = resume_run(
                 out,
                 checkpoint=checkpoint,
@@ -715,7 +726,7 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
                 min_count=args.min_count,
                 max_size=args.max_size,
                 side=dict(args.side),
-                validate=not args.skip_perplexity,
+                validate=not bool(args.skip_perplexity),
                 overwrite=args.overwrite,
                 progress=progress,
                 workers=args.workers,
@@ -750,9 +761,10 @@ def _summary_line(summary: dict[str, Any]) -> str:
     best = summary["best_valid_ppl"]
     valid = f"best valid ppl {best:.2f} at epoch {summary['best_epoch']}" if best is not None else "not validated"
     stop = ", stopped early" if summary["stopped_early"] else ""
+    done = f"{summary['tokens']:,} words" if summary.get("steps_are_passes") else f"{summary['steps']:,} steps"
     return (
         f"{name} on {summary['corpus']}: {quality} | {valid} | {summary['epochs_completed']} epochs{stop}, "
-        f"{summary['steps']:,} steps, {summary['train_seconds']:.1f} s | {summary['checkpoint']}"
+        f"{done}, {summary['train_seconds']:.1f} s | {summary['checkpoint']}"
     )
 
 
@@ -807,10 +819,14 @@ def run_eval(args: argparse.Namespace, extra: Sequence[str]) -> int:
                     stacklevel=2,
                 )
             ids = getattr(corpus, args.split)
-            total, count = total_log_prob(model, ids, args.batch_size, progress=not args.no_progress)
-            print(f"{args.split} perplexity: {perplexity_from(total, count):.3f} ({count:,} targets of {spec})")
+            batch_size = args.batch_size or _eval_batch_size(model, checkpoint)
+            total, count = total_log_prob(model, ids, batch_size, progress=not args.no_progress)
+            streams = f", {batch_size} streams" if model.batch_size_shapes_results else ""
+            print(
+                f"{args.split} perplexity: {perplexity_from(total, count):.3f} ({count:,} targets of {spec}{streams})"
+            )
             if args.log_normaliser:
-                stats = log_normaliser_stats(model, ids, args.batch_size, progress=not args.no_progress)
+                stats = log_normaliser_stats(model, ids, batch_size, progress=not args.no_progress)
                 print(
                     f"{args.split} log Z: mean {stats.mean:.4f}, std {stats.std:.4f}, max |log Z| "
                     f"{stats.max_abs:.4f} ({stats.count:,} contexts)"
@@ -871,11 +887,19 @@ def run_bench_command(args: argparse.Namespace, extra: Sequence[str]) -> int:
     return bigvocab.bench.main(parser.parse_args(list(extra)))
 
 
+def _eval_batch_size(model: Any, checkpoint: Mapping[str, Any]) -> int:
+    """``bigvocab eval``'s batch: 512, or the run's own for a model whose result depends on it."""
+    if model.batch_size_shapes_results:
+        return int((checkpoint.get("config") or {}).get("batch_size", 512))
+    return 512
+
+
 # ---------------------------------------------------------------------------------- entry point
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command in ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     _use_huge_pages()
+    _show_progress_lines()
     with warnings.catch_warnings(), _sigterm_interrupts():
         warnings.showwarning = _show_warning
         try:
@@ -886,13 +910,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return args.handler(args, extra)
         except SystemExit as done:  # --help, --version
             return done.code if isinstance(done.code, int) else 0
-        except TrainingInterrupted as stopped:
+        except TrainingInterrupted as stopped:  # asked for, not a failure: no "error:" label
             out = stopped.checkpoint.parent
             name = signal.Signals(stopped.signal_number).name
+            where = stopped.position or f"step {stopped.step:,}"
             return _fail(
-                f"{name} received: the run stopped after step {stopped.step:,} and saved "
+                f"{name} received: the run stopped at {where} ({stopped.step:,} steps in all) and saved "
                 f"{str(stopped.checkpoint)!r}; continue it with 'bigvocab train --out {out} --resume'",
                 128 + stopped.signal_number,
+                label="interrupted",
             )
         except (UsageError, BigvocabError) as error:
             return _fail(str(error))
@@ -900,7 +926,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _fail(f"{str(error.filename)!r}: {error.strerror or error}" if error.filename else str(error))
         except KeyboardInterrupt as error:
             number = signal.SIGTERM if isinstance(error, _Terminated) else signal.SIGINT
-            return _fail(str(error) or f"{number.name} received: stopped; nothing was written", 128 + number)
+            message = str(error) or f"{number.name} received: stopped; nothing was written"
+            return _fail(message, 128 + number, label="interrupted")
 
 
 def _use_huge_pages() -> None:
@@ -913,6 +940,22 @@ def _use_huge_pages() -> None:
     allocation, so this runs before the command makes a tensor (importing bigvocab makes none).
     """
     os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
+
+
+def _show_progress_lines() -> None:
+    """bigvocab's INFO lines (one per epoch when there is no progress bar) on standard error, once:
+    a library user sees them only by configuring logging, the command always."""
+    logger = logging.getLogger("bigvocab")
+    if not any(isinstance(handler, _StandardError) for handler in logger.handlers):
+        logger.addHandler(_StandardError())
+        logger.setLevel(logging.INFO)
+
+
+class _StandardError(logging.Handler):
+    """Each record's message as a line on the standard error of the moment it is logged."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(record.getMessage(), file=sys.stderr, flush=True)
 
 
 class _Terminated(KeyboardInterrupt):
@@ -940,8 +983,8 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
     print(f"bigvocab: warning: {' '.join(str(message).split())}", file=sys.stderr)
 
 
-def _fail(message: str, status: int = EXIT_ERROR) -> int:
-    print(f"bigvocab: error: {' '.join(message.split())}", file=sys.stderr)
+def _fail(message: str, status: int = EXIT_ERROR, label: str = "error") -> int:
+    print(f"bigvocab: {label}: {' '.join(message.split())}", file=sys.stderr)
     return status
 
 

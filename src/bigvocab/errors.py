@@ -42,10 +42,12 @@ class RunLockedError(BigvocabError, RuntimeError):
 
 class TrainingInterrupted(BigvocabError):
     """SIGINT or SIGTERM stopped a run after its current step: ``checkpoint`` is the ``last.pt`` it
-    saved, ``step`` the optimiser steps it holds, ``signal_number`` the signal received."""
+    saved, ``step`` the optimiser steps it holds, ``signal_number`` the signal received, and
+    ``position`` where the run stands in its words (e.g. "step 45 of 270 in epoch 2")."""
 
-    def __init__(self, message: str, *, signal_number: int, checkpoint, step: int) -> None:
+    def __init__(self, message: str, *, signal_number: int, checkpoint, step: int, position: str = "") -> None:
         super().__init__(message)
         self.signal_number = signal_number
         self.checkpoint = checkpoint
+        self.position = position
         self.step = step

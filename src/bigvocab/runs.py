@@ -104,6 +104,7 @@ def new_run(
         "corpus_options": {"min_count": min_count, "max_size": max_size},
         "vocab": data.vocab.to_dict(),
         "seed": config.seed,
+        "validate": validate,
     }
     loaded = {kind: SIDE_LOADERS.get(kind)(path, data.vocab) for kind, path in side.items()}
     built, _ = build_from_meta(meta, side=loaded)
@@ -341,6 +342,7 @@ def run_summary(trainer: Trainer, corpus: Corpus, outcome: Mapping[str, Any], se
         "epochs_completed": outcome["epochs_completed"],
         "stopped_early": outcome["stopped_early"],
         "steps": outcome["steps"],
+        "steps_are_passes": trainer.steps_are_passes,
         "tokens": outcome["tokens"],
         "train_seconds": outcome["elapsed"],
         "seconds_this_call": seconds,

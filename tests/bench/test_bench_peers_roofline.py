@@ -110,7 +110,7 @@ def test_dense_objectives_pay_the_whole_normaliser_and_infreq_a_fraction():
     infreq = bigvocab.create_output("infreq", H, V, gamma=0.25)
     chosen = round(0.25 * N)
     assert required_train_flops(infreq, target) == 6.0 * H * (N + chosen * V)
-    tau = bigvocab.create_output("target", H, V, num_samples=7)
+    tau = bigvocab.create_output("target", H, V, counts=zipf_counts(V), num_samples=7)
     assert required_train_flops(tau, target) == 6.0 * N * H * max(7, int(torch.unique(target).numel()))
 
 
@@ -177,7 +177,7 @@ def test_sampling_layers_declare_the_expected_distinct_rows(name, options):
 def test_gathered_bytes_are_the_chosen_rows_only():
     target = torch.randint(0, V, (N,))
     assert bigvocab.create_output("full", H, V).train_cost(target).gathered == 0
-    tree = bigvocab.create_output("hsm", H, V, bias=False).train_cost(target)
+    tree = bigvocab.create_output("hsm", H, V, counts=zipf_counts(V), bias=False).train_cost(target)
     hidden_bytes = 4 * 2 * N * H
     assert tree.gathered == tree.bytes - hidden_bytes > 0
 

@@ -40,11 +40,11 @@ def run_ok(capsys, argv):
     return out
 
 
-def run_error(capsys, argv, match: str, status: int = 2) -> str:
+def run_error(capsys, argv, match: str, status: int = 2, label: str = "error") -> str:
     code = main(argv)
     _out, err = capsys.readouterr()
     assert code == status
-    assert err.startswith("bigvocab: error: ") and err.count("\n") == 1, err
+    assert err.startswith(f"bigvocab: {label}: ") and err.count("\n") == 1, err
     assert "Traceback" not in err
     assert match in err, err
     return err
@@ -329,7 +329,11 @@ def test_interrupt_is_one_line(capsys, tmp_path, monkeypatch):
 
     monkeypatch.setattr(Trainer, "fit", interrupted)
     run_error(
-        capsys, ["train", *TINY_NNLM, "--corpus", SPEC, "--out", str(tmp_path / "x")], "SIGINT received", status=130
+        capsys,
+        ["train", *TINY_NNLM, "--corpus", SPEC, "--out", str(tmp_path / "x")],
+        "SIGINT received",
+        status=130,
+        label="interrupted",  # asked for by the user: not an error
     )
 
 
@@ -395,3 +399,14 @@ def test_eval_reports_log_normaliser_statistics(capsys, nnlm_run):
         ["eval", "--checkpoint", str(nnlm_run / "best.pt"), "--log-normaliser", "--skip-perplexity"],
         "drop --skip-perplexity",
     )
+
+
+def test_eval_of_an_lstm_uses_the_runs_streams_and_reproduces_its_validation(capsys, tmp_path):
+    """An LSTM's perplexity depends on how many streams the text is cut into (each starts from a
+    zero state): eval defaults to the run's batch size, so it reproduces the run's validation."""
+    out = tmp_path / "lstm"
+    lstm = ["--model", "lstm", "--embedding-dim", "8", "--hidden-dim", "8", "--bptt", "5", "--batch-size", "4"]
+    run_ok(capsys, ["train", *lstm, "--corpus", SPEC, "--epochs", "1", "--no-progress", "--out", str(out)])
+    best = json.loads((out / "summary.json").read_text())["best_valid_ppl"]
+    printed = run_ok(capsys, ["eval", "--checkpoint", str(out / "best.pt"), "--split", "valid", "--no-progress"])
+    assert f"valid perplexity: {best:.3f}" in printed and "4 streams" in printed

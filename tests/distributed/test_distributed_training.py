@@ -60,3 +60,19 @@ def test_vocab_parallel_in_one_process_is_refused(monkeypatch):
 
 def test_ranks_leave_the_group_together(tmp_path):
     assert run_ranks(2, leave_together, tmp_path) == [{"initialized": False}] * 2
+
+
+def test_each_rank_takes_its_own_gpu(monkeypatch):
+    """Under torchrun with --device cuda, rank r of a machine works on cuda:LOCAL_RANK (NCCL needs
+    one card per process); checked without a GPU by recording the calls."""
+    chosen, backends = [], []
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setattr(torch.cuda, "set_device", chosen.append)
+    monkeypatch.setattr(dist, "is_initialized", lambda: False)
+    monkeypatch.setattr(dist, "init_process_group", backends.append)
+    DistributedTraining.from_environment(vocab_parallel=False, device=torch.device("cuda"))
+    assert chosen == [1] and backends == ["nccl"]
+    chosen.clear()
+    DistributedTraining.from_environment(vocab_parallel=False, device=torch.device("cuda:0"))
+    assert chosen == []  # a card named by the user stays theirs

@@ -39,6 +39,12 @@ def test_matches_the_logsumexp_of_every_context(output):
 
 
 def test_layers_without_one_normaliser_are_refused():
-    model = build_model("nnlm", 40, "hsm", model_kwargs={"context": 2, "embedding_dim": 6, "hidden_dim": 5})
+    model = build_model(
+        "nnlm",
+        40,
+        "hsm",
+        model_kwargs={"context": 2, "embedding_dim": 6, "hidden_dim": 5},
+        counts=[40 - i for i in range(40)],
+    )
     with pytest.raises(ConfigError, match="no single normaliser"):
         log_normaliser_stats(model, _ids())

@@ -114,7 +114,11 @@ def trajectory(folder: Path) -> list[tuple]:
     return rows
 
 
-def assert_one_line_error(err: str, status: int, expected_status: int = 2) -> None:
+def assert_one_line_error(err: str, status: int, expected_status: int = 2, label: str = "error") -> None:
+    """One line on standard error, ``bigvocab: LABEL: ...`` ("interrupted" for a signal the user
+    sent, which is not an error), no traceback, and the exit status."""
     assert status == expected_status, err
-    assert err.startswith("bigvocab: error: ") and err.count("\n") == 1, err
+    *before, last = err.rstrip("\n").split("\n")
+    assert last.startswith(f"bigvocab: {label}: ") and err.endswith("\n"), err
+    assert all(line.startswith("epoch ") for line in before), err  # at most the run's epoch lines before it
     assert "Traceback" not in err

@@ -54,10 +54,11 @@ def test_signal_saves_and_resume_gives_the_same_losses(number, seed, reference, 
     wait_for(lambda: logged_steps(out) * LOG_EVERY >= moment or process.poll() is not None, what=f"step {moment}")
     process.send_signal(number)
     status, _, err = finish(process)
-    assert_one_line_error(err, status, 128 + number)
+    assert_one_line_error(err, status, 128 + number, label="interrupted")
     assert f"{signal.Signals(number).name} received" in err and "--resume" in err
+    assert f" of {STEPS_PER_EPOCH} in epoch " in err or "the end of epoch" in err  # where in its epoch
     saved = load_checkpoint(out / "last.pt")["position"]["step"]
-    assert f"after step {saved:,} " in err and saved >= moment
+    assert f"({saved:,} steps in all)" in err and saved >= moment
     resume(out)
     assert trajectory(out) == reference  # the logged averages too: the window before the stop is saved
 

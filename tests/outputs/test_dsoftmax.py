@@ -39,7 +39,7 @@ def _dense_log_softmax(layer, hidden: torch.Tensor) -> torch.Tensor:
 
 
 CASES = [
-    {},
+    {"counts": bigvocab.zipf_counts(V)},
     {"cutoffs": [5, 20], "dims": [5, 3, 1]},
     {"cutoffs": [1], "dims": [2, 7]},
     {"cutoffs": [10, 11, 30], "dims": [3, 3, 2, 1], "bias": False},
@@ -88,8 +88,8 @@ def test_default_bands_follow_the_counts():
     assert mass[first - 1] >= 0.8 > mass[first - 2]
     assert layer.dims == sorted(layer.dims, reverse=True) and sum(layer.dims) == 64
     assert [w.shape[1] for w in layer.weights] == layer.dims
-    # Without counts a Zipf law gives the same bands for this Zipf-shaped vocabulary.
-    assert bigvocab.create_output("dsoftmax", 64, V).cutoffs == layer.cutoffs
+    # Zipf's law over the ids' order, asked for explicitly, gives the same bands for this vocabulary.
+    assert bigvocab.create_output("dsoftmax", 64, V, counts=bigvocab.zipf_counts(V)).cutoffs == layer.cutoffs
     # The partition Grave et al. (2017) gave D-softmax beside the adaptive softmax: the same cutoffs.
     assert bigvocab.create_output("adaptive", 64, V, counts=counts).cutoffs == layer.cutoffs
 
@@ -97,7 +97,9 @@ def test_default_bands_follow_the_counts():
 def test_helpers():
     assert default_dims(7, 3) == [4, 2, 1] and sum(default_dims(256, 3)) == 256
     assert resolve_cutoffs([3, 5], 10, owner="x") == [3, 5]
-    assert resolve_cutoffs(None, 2, owner="x") == [1]
+    assert resolve_cutoffs(None, 2, [3, 1], owner="x") == [1]
+    with pytest.raises(ConfigError, match=r"x needs counts= .*or give the band edges as cutoffs="):
+        resolve_cutoffs(None, 10, owner="x")
 
 
 @pytest.mark.parametrize(
@@ -113,6 +115,7 @@ def test_helpers():
         ({"cutoffs": [5], "dims": [9, 0]}, "positive size"),
         ({"cutoffs": list(range(1, 11))}, "cannot be split into 11"),
         ({"counts": [1, 2]}, "counts has 2 entries"),
+        ({}, "needs counts="),
     ],
 )
 def test_bad_options_are_named(options, match):

@@ -8,7 +8,8 @@ from reference_checks import assert_matches_reference, assert_topk_is_exact
 
 import bigvocab
 from bigvocab.errors import ConfigError
-from bigvocab.outputs.trees import balanced_tree, huffman_tree, tree_from_codes, zipf_counts
+from bigvocab.outputs.trees import balanced_tree, huffman_tree, tree_from_codes
+from bigvocab.samplers.base import zipf_counts
 
 V, H = 29, 5
 
@@ -28,7 +29,7 @@ def _trees() -> dict[str, dict]:
         "class": {"tree": "class", "counts": _counts()},
         "clustered": {"tree": "clustered", "vectors": vectors},
         "user-nary": {"tree": tree_from_codes(nary_codes)},
-        "zipf-default": {},
+        "zipf-default": {"counts": zipf_counts(V)},
     }
 
 
@@ -300,10 +301,17 @@ def test_state_dict_carries_the_tree():
     torch.testing.assert_close(fresh.topk(hidden, 3), trained.topk(hidden, 3))
 
 
-def test_default_tree_is_huffman_of_zipf_counts():
-    layer = bigvocab.create_output("hsm", H, V)
+def test_default_tree_is_huffman_of_the_counts():
+    layer = bigvocab.create_output("hsm", H, V, counts=zipf_counts(V))
     assert layer.tree == huffman_tree(zipf_counts(V))
     assert layer.weight.shape == (V - 1, H)
+
+
+@pytest.mark.parametrize("tree", ["huffman", "class"])
+def test_a_tree_that_reads_counts_refuses_to_guess_them(tree):
+    with pytest.raises(ConfigError, match=rf"tree='{tree}' needs counts= .*choose tree='balanced' or 'random'"):
+        bigvocab.create_output("hsm", H, V, tree=tree)
+    assert bigvocab.create_output("hsm", H, V, tree="balanced").tree.depth > 1  # needs none
 
 
 def test_class_tree_has_one_row_per_non_reference_child():

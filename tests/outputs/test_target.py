@@ -21,7 +21,7 @@ V, H = 30, 4
 
 
 def test_partition_vocabulary_holds_targets_then_most_frequent():
-    layer = bigvocab.create_output("target", H, V, num_samples=6)
+    layer = bigvocab.create_output("target", H, V, counts=bigvocab.zipf_counts(V), num_samples=6)
     vocabulary, position = layer.partition_vocabulary(torch.tensor([9, 2, 9, 0]))
     assert vocabulary.tolist() == [0, 2, 9, 1, 3, 4]  # targets, then the most frequent others
     assert torch.equal(vocabulary[position], torch.tensor([9, 2, 9, 0]))
@@ -36,7 +36,7 @@ def test_top_up_follows_counts_when_given():
 
 
 def test_more_distinct_targets_than_tau_keeps_them_all():
-    layer = bigvocab.create_output("target", H, V, num_samples=3)
+    layer = bigvocab.create_output("target", H, V, counts=bigvocab.zipf_counts(V), num_samples=3)
     target = torch.tensor([4, 8, 15, 16, 23])
     vocabulary, position = layer.partition_vocabulary(target)
     assert vocabulary.tolist() == [4, 8, 15, 16, 23]
@@ -79,7 +79,7 @@ def test_uncorrected_is_exact_when_the_partition_covers_the_vocabulary():
     """A partition whose targets are every class has V' = V: Jean et al.'s loss is the full softmax."""
     torch.manual_seed(0)
     full = bigvocab.create_output("full", H, V)
-    layer = bigvocab.create_output("target", H, V, correction=False)
+    layer = bigvocab.create_output("target", H, V, counts=bigvocab.zipf_counts(V), correction=False)
     layer.load_state_dict(full.state_dict())
     target = torch.cat([torch.randperm(V), torch.tensor([3, 3])])
     hidden = torch.randn(V + 2, H, requires_grad=True)
@@ -110,7 +110,7 @@ def test_corrected_partition_sum_is_an_unbiased_normaliser():
 
 
 def test_gradient_rows_are_the_partition_vocabulary():
-    layer = bigvocab.create_output("target", H, V, num_samples=5)
+    layer = bigvocab.create_output("target", H, V, counts=bigvocab.zipf_counts(V), num_samples=5)
     target = torch.tensor([20, 21, 20])
     layer.loss(torch.randn(3, H), target).backward()
     touched = torch.unique(layer.weight.grad.coalesce().indices()).tolist()
@@ -119,7 +119,7 @@ def test_gradient_rows_are_the_partition_vocabulary():
 
 def test_bad_correction_flag_is_named():
     with pytest.raises(bigvocab.ConfigError, match="correction"):
-        bigvocab.create_output("target", H, V, correction="yes")
+        bigvocab.create_output("target", H, V, counts=bigvocab.zipf_counts(V), correction="yes")
 
 
 SPEC = "synthetic:vocab_size=1000,num_classes=20,tokens=20000"

@@ -18,8 +18,8 @@ from bigvocab.outputs.trees import (
     clustered_tree,
     huffman_tree,
     tree_from_codes,
-    zipf_counts,
 )
+from bigvocab.samplers.base import zipf_counts
 
 
 def _count_sets() -> list[list[int]]:
@@ -231,7 +231,9 @@ def test_save_and_load(tmp_path):
 
 
 def test_build_tree_defaults_and_errors():
-    assert build_tree("huffman", 20) == huffman_tree(zipf_counts(20))
+    assert build_tree("huffman", 20, counts=zipf_counts(20)) == huffman_tree(zipf_counts(20))
+    with pytest.raises(ConfigError, match="tree='huffman' needs counts="):
+        build_tree("huffman", 20)
     assert build_tree("class", 20, counts=list(range(20, 0, -1))) == class_tree(list(range(20, 0, -1)))
     with pytest.raises(ConfigError, match="did you mean 'huffman'"):
         build_tree("hufman", 20)

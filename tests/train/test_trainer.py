@@ -418,7 +418,7 @@ def test_signal_finishes_the_step_saves_and_resume_is_exact(number, make_model, 
     with pytest.raises(
         TrainingInterrupted,
         match=f"{signal.Signals(number).name} received: stopped after step 7 "
-        r"\(in epoch 1\) and saved",
+        r"\(step 7 of 19 in epoch 1\) and saved",
     ) as caught:
         Trainer(model, *corpus, config(**cfg), out_dir=tmp_path / "b").fit()
     assert caught.value.step == 7 and caught.value.checkpoint == tmp_path / "b" / "last.pt"

@@ -55,11 +55,12 @@ def test_signal_stops_an_engine_epoch_part_way_and_resume_finishes_it(tmp_path, 
         status = process.wait(timeout=120)
     # The bar redraws with carriage returns and is cleared at the end; the error is the last line.
     err = log.read_text().replace("\r", "\n").rstrip("\n").rsplit("\n", 1)[-1] + "\n"
-    assert_one_line_error(err, status, 128 + number)
+    assert_one_line_error(err, status, 128 + number, label="interrupted")
     assert f"{signal.Signals(number).name} received" in err and "--resume" in err
     words = load_corpus(SPEC, progress=False).train.numel()
     position = load_checkpoint(out / "last.pt")["position"]
     assert position["epoch"] == 0 and 0 < position["tokens"] < words and position["step_in_epoch"] > 0
+    assert f"word {position['step_in_epoch']:,} of {words:,} in epoch 1" in err  # where, in words
     assert main(["train", "--out", str(out), "--resume", "--no-progress"]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["epochs_completed"] == 1 and summary["tokens"] == words

@@ -101,6 +101,9 @@ class DistributedTraining:
                     "(e.g. torchrun --standalone --nproc_per_node 2 -m bigvocab.cli train ...); this is one process"
                 )
             return None
+        if device.type == "cuda" and device.index is None and "LOCAL_RANK" in os.environ:
+            # each process its own GPU: "cuda" then names this rank's card wherever it is used
+            torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
         if not dist.is_initialized():
             dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
         return cls(dist.group.WORLD, vocab_parallel=vocab_parallel)

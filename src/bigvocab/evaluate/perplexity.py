@@ -75,7 +75,11 @@ def perplexity(model, ids: Tensor, batch_size: int = 512, progress: bool = False
         model: a :class:`bigvocab.models.base.LanguageModel` (anything with ``batches`` and
             ``log_prob``).
         ids: (N,) token ids.
-        batch_size: examples per batch (memory only; the result does not depend on it).
+        batch_size: examples per batch. For most models it bounds memory only; for a model that
+            carries state along the stream (the LSTM, ``batch_size_shapes_results``) it is the
+            number of parallel streams the text is cut into, each starting from a zero state, so
+            the perplexity depends on it: evaluate such a model with its training batch size
+            (what its validation used, and ``bigvocab eval``'s default for it).
         progress: show a progress bar.
     """
     return perplexity_from(*total_log_prob(model, ids, batch_size, progress=progress))

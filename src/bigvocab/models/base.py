@@ -55,6 +55,9 @@ class WordModel(nn.Module):
     has_distribution: ClassVar[bool] = False
     #: True when the constructor takes the training frequencies as ``counts=``.
     uses_counts: ClassVar[bool] = False
+    #: True when evaluation batches change the result, not only memory: a model that carries its
+    #: state along the stream starts every one of its ``batch_size`` streams from zero.
+    batch_size_shapes_results: ClassVar[bool] = False
     #: Other names users know an option by, option -> name: ``bigvocab train`` accepts ``--NAME``
     #: as another spelling of the option's flag.
     flag_aliases: ClassVar[Mapping[str, str]] = {}

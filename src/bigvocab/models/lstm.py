@@ -85,6 +85,8 @@ class LSTMLM(LanguageModel):
 
     config_class = LSTMConfig
     flag_aliases = {"num_layers": "layers", "tie_weights": "tie"}
+    #: Each of the ``batch_size`` columns of the stream starts from a zero state.
+    batch_size_shapes_results = True
 
     def __init__(self, vocab_size: int, output, **options) -> None:
         super().__init__(vocab_size, output, **options)

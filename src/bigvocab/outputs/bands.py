@@ -13,8 +13,7 @@ from collections.abc import Sequence
 import torch
 
 from bigvocab.errors import ConfigError
-from bigvocab.outputs.trees import zipf_counts
-from bigvocab.samplers.base import as_counts
+from bigvocab.samplers.base import required_counts
 
 #: Default band edges: the most frequent words holding 80% of the tokens, then up to 95%, then the rest.
 DEFAULT_BAND_MASSES = (0.8, 0.95)
@@ -25,10 +24,10 @@ def resolve_cutoffs(cutoffs: Sequence[int] | None, num_classes: int, counts=None
 
     Given ``cutoffs`` must be strictly increasing integers in [1, V - 1]. Without them the edges are
     where the cumulative token mass of the frequency-sorted ids reaches :data:`DEFAULT_BAND_MASSES`,
-    from ``counts`` or, without counts, from a Zipf law (:func:`~bigvocab.outputs.trees.zipf_counts`).
+    which needs ``counts``.
     """
     if cutoffs is None:
-        weights = zipf_counts(num_classes) if counts is None else as_counts(counts, num_classes, owner)
+        weights = required_counts(counts, num_classes, owner, "give the band edges as cutoffs=")
         mass = torch.cumsum(weights, 0) / weights.sum()
         found = torch.searchsorted(mass, torch.tensor(DEFAULT_BAND_MASSES, dtype=mass.dtype)) + 1
         return sorted(set(found.clamp(1, num_classes - 1).tolist()))

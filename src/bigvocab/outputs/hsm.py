@@ -112,8 +112,8 @@ class HierarchicalSoftmax(OutputLayer):
             ``"random"`` (balanced over a random order), ``"class"`` (two levels, about sqrt(V)
             frequency classes), ``"clustered"`` (needs ``vectors``), a :class:`Tree`, or the
             dict of :meth:`Tree.to_dict` (how a checkpoint's meta carries a built tree).
-        counts: class frequencies for ``huffman`` / ``class``; without them a Zipf law over the
-            frequency-sorted ids is assumed (see :func:`bigvocab.outputs.trees.zipf_counts`).
+        counts: class frequencies, which ``huffman`` and ``class`` read (they refuse to be built
+            without them; ``bigvocab.zipf_counts(V)`` is Zipf's law over the ids' order).
         vectors: (V, D) word vectors for ``tree="clustered"`` (Mnih & Hinton 2008).
         bias: a bias per node decision.
         zero_init: start the node vectors at zero, as word2vec's ``syn1`` (for skip-gram and

@@ -44,8 +44,7 @@ from torch import Tensor
 
 from bigvocab.outputs.objective import ScoredOutput
 from bigvocab.registry import OUTPUTS
-from bigvocab.samplers.base import as_counts, log_expected_count
-from bigvocab.samplers.log_uniform import LogUniformSampler
+from bigvocab.samplers.base import log_expected_count, required_counts
 from bigvocab.validation import check_flag, check_num_samples
 
 
@@ -85,13 +84,14 @@ class TargetSampling(ScoredOutput):
         super().__init__(in_features, num_classes, **scorer_options)
         self.num_samples = check_num_samples(num_samples, num_classes, default=1024)
         self.inclusion_correction = check_flag("correction", correction)
-        if counts is None:
-            order = torch.arange(num_classes)
-            log_q = LogUniformSampler(num_classes).log_q(order)
-        else:
-            frequencies = as_counts(counts, num_classes, "target")
-            order = torch.argsort(frequencies, descending=True, stable=True)
-            log_q = log_unigram(frequencies)
+        frequencies = required_counts(
+            counts,
+            num_classes,
+            "target",
+            "pass counts=bigvocab.zipf_counts(V) to assume Zipf's law over the ids' order",
+        )
+        order = torch.argsort(frequencies, descending=True, stable=True)
+        log_q = log_unigram(frequencies)
         rank = torch.empty_like(order)
         rank[order] = torch.arange(num_classes)
         # Derived from the constructor arguments, so not part of the checkpoint.

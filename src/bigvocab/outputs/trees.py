@@ -34,7 +34,7 @@ from torch import Tensor
 
 from bigvocab.errors import CheckpointError, ConfigError
 from bigvocab.registry import TREES, unknown_name_message
-from bigvocab.samplers.base import as_counts
+from bigvocab.samplers.base import as_counts, required_counts
 from bigvocab.validation import check_positive_int
 
 _FIELDS = ("node_parent", "node_position", "leaf_parent", "leaf_position")
@@ -72,13 +72,6 @@ def walk_up(
         below_root = node != 0
         index, node = index[below_root], node[below_root]
         node, position = node_parent[node], node_position[node]
-
-
-def zipf_counts(num_classes: int) -> Tensor:
-    """Counts proportional to 1 / (rank + 1): the fallback when a frequency-shaped structure is asked
-    for without ``counts``. Sound because ids are sorted by decreasing frequency (DESIGN) and word
-    frequencies follow Zipf's law (s ~ 1)."""
-    return 1.0 / torch.arange(1, num_classes + 1, dtype=torch.float64)
 
 
 class Tree:
@@ -549,8 +542,8 @@ def build_tree(kind: str, num_leaves: int, *, counts=None, vectors: Tensor | Non
     clustered) over ``num_leaves`` classes; each builder takes what it reads of ``counts`` and
     ``vectors``.
 
-    ``huffman`` and ``class`` read ``counts``; without them they assume Zipf counts for the
-    frequency-sorted ids (:func:`zipf_counts`), which is what the ids' order promises.
+    ``huffman`` and ``class`` read ``counts`` and refuse to be built without them
+    (:func:`~bigvocab.samplers.base.required_counts`).
     ``random`` is the balanced tree over a random order of the classes drawn from torch's global
     RNG (seed it for a reproducible tree): the "random tree" that Mnih & Hinton 2008 compare
     their learned trees with. ``clustered`` needs ``vectors`` (V, D): there is no sensible default
@@ -580,7 +573,8 @@ def _reads(*inputs: str):
 
 
 def _frequencies(kind: str, num_leaves: int, counts) -> Tensor:
-    return zipf_counts(num_leaves) if counts is None else as_counts(counts, num_leaves, f"tree={kind!r}")
+    others = " or ".join(repr(name) for name in TREES.names() if not TREES.get(name).reads)
+    return required_counts(counts, num_leaves, f"tree={kind!r}", f"choose tree={others}, which do not read them")
 
 
 @TREES.register("huffman")

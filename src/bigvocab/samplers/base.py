@@ -169,6 +169,29 @@ def _draws_for_distinct(log_miss: Tensor, num_distinct: int) -> float:
     return high
 
 
+def required_counts(counts: Sequence[float] | Tensor | None, num_classes: int, owner: str, otherwise: str) -> Tensor:
+    """:func:`as_counts` of ``counts``, which ``owner`` cannot do without: None is refused with the
+    one message every such layer and sampler gives, naming ``otherwise`` (what to choose instead).
+
+    The library never assumes a frequency law for missing counts: ids need not be sorted by
+    frequency (a retrieval model's item ids are not), and a tree or band built from an assumed law
+    would fit the wrong words silently. Pass ``counts=zipf_counts(V)`` to ask for Zipf's law over
+    the ids' order explicitly.
+    """
+    if counts is None:
+        raise ConfigError(
+            f"{owner} needs counts= (the training frequency of each class, ids sorted by descending "
+            f"frequency); pass counts, or {otherwise}"
+        )
+    return as_counts(counts, num_classes, owner)
+
+
+def zipf_counts(num_classes: int) -> Tensor:
+    """Counts proportional to 1 / (rank + 1): Zipf's law over ids sorted by decreasing frequency,
+    for the layers that read counts when a corpus's own are not at hand (pass them explicitly)."""
+    return 1.0 / torch.arange(1, num_classes + 1, dtype=torch.float64)
+
+
 def as_counts(counts: Sequence[float] | Tensor, num_classes: int, owner: str) -> Tensor:
     """Validated class frequencies as a float64 tensor of shape (num_classes,)."""
     try:

@@ -11,10 +11,9 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from bigvocab.errors import ConfigError
 from bigvocab.registry import SAMPLERS
 from bigvocab.samplers.alias import AliasSampler, AliasTable
-from bigvocab.samplers.base import as_counts
+from bigvocab.samplers.base import required_counts
 from bigvocab.validation import check_nonnegative_float
 
 
@@ -39,13 +38,14 @@ class UnigramSampler(AliasSampler):
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(num_classes, device=device, dtype=dtype)
-        if counts is None:
-            raise ConfigError(
-                "the 'unigram' sampler needs counts= (the training frequency of each class); pass counts, "
-                "or choose a sampler that does not need them: 'uniform', 'log_uniform' or 'learned'"
-            )
+        frequencies = required_counts(
+            counts,
+            num_classes,
+            "the 'unigram' sampler",
+            "choose a sampler that does not read them: 'uniform', 'log_uniform' or 'learned'",
+        )
         self.power = check_nonnegative_float("power", power)
-        self.table = AliasTable(as_counts(counts, num_classes, "unigram sampler").pow(self.power), device=device)
+        self.table = AliasTable(frequencies.pow(self.power), device=device)
 
     def extra_repr(self) -> str:
         return super().extra_repr() + f", power={self.power}"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import logging
 import math
 import signal
 import sys
@@ -77,6 +78,9 @@ def _check_ids(name: str, ids: Tensor | None, *, required: bool) -> Tensor | Non
             raise DataError(f"{name} is empty")
         return None
     return ids
+
+
+logger = logging.getLogger("bigvocab.train")
 
 
 def _batch_start(batch: dict[str, Any], batch_number: int, targets_before: int) -> str:
@@ -379,14 +383,27 @@ class Trainer:
             return
         self._stop_signal = None
         path = self._run_dir / "last.pt"
-        where = f"in epoch {self.epoch + 1}" if self.step_in_epoch else f"the end of epoch {self.epoch}"
+        where = self.position()
         raise TrainingInterrupted(
             f"{signal.Signals(number).name} received: stopped after step {self.step} ({where}) and saved "
             f"{str(path)!r}; Trainer.resume(out_dir, ...) continues the run",
             signal_number=number,
             checkpoint=path,
             step=self.step,
+            position=where,
         )
+
+    #: Whether a step is a whole pass over the data (word2vec's engine) rather than a minibatch.
+    steps_are_passes = False
+
+    def position(self) -> str:
+        """Where the run stands, in the words of its epochs: "step 45 of 270 in epoch 2" (the
+        epoch's length where it is known), or "the end of epoch 3"."""
+        if not self.step_in_epoch:
+            return f"the end of epoch {self.epoch}"
+        total = (self.steps_per_epoch if self._whole_epoch(self.epoch) else None) or self._num_batches()
+        of = f" of {total:,}" if total else ""
+        return f"step {self.step_in_epoch:,}{of} in epoch {self.epoch + 1}"
 
     # ------------------------------------------------------------------ run structure
     def _start(self) -> None:
@@ -647,11 +664,13 @@ class Trainer:
                 "elapsed": self.elapsed,
             }
         )
-        if config.progress and self._writes:
+        if self._writes:
             shown = f"{valid_ppl:.2f}" if valid_ppl is not None else "n/a"
-            tqdm.write(
-                f"epoch {self.epoch}: train loss {epoch_loss:.4f}, valid ppl {shown}, lr {lr:.3g}", file=sys.stderr
-            )
+            line = f"epoch {self.epoch}: train loss {epoch_loss:.4f}, valid ppl {shown}, lr {lr:.3g}"
+            if config.progress:
+                tqdm.write(line, file=sys.stderr)
+            else:  # no bar: the line goes to logging (the CLI shows it; a library user opts in)
+                logger.info(line)
         self._save("last.pt")
         if improved:
             self._save("best.pt")

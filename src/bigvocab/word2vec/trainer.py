@@ -53,8 +53,17 @@ class EngineTrainer(Trainer):
     #: The id that ends a sentence in the training ids (becomes the engine's -1), or None.
     sentence_end: int | None = None
 
+    #: A step of this trainer is a whole pass of the engine over the corpus.
+    steps_are_passes = True
+
     def _count_steps(self, epoch: int | None = None) -> int:
         return 1
+
+    def position(self) -> str:
+        """Where the run stands: "word 120,000 of 928,954 in epoch 2", or "the end of epoch 3"."""
+        if not self.step_in_epoch:
+            return f"the end of epoch {self.epoch}"
+        return f"word {self.step_in_epoch:,} of {self.train_ids.numel():,} in epoch {self.epoch + 1}"
 
     def _stream(self) -> tuple[np.ndarray, int]:
         stream = self.train_ids.cpu().numpy().astype(np.int32)
