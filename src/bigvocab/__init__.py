@@ -8,7 +8,7 @@ from bigvocab.samplers.base import Sampler, zipf_counts
 from bigvocab.samplers.factory import create_sampler, list_samplers
 from bigvocab.word2vec import KeyedVectors, Word2Vec
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "BigvocabError",
