@@ -481,7 +481,13 @@ class Word2Vec:
         ``on_epoch_end``, ``on_train_end``, each called with the model; the torch path calls the
         train hooks only). Returns (words kept by the subsampling, words read)."""
         if self.module is None:
-            raise EmptyVocabularyError("you must first build vocabulary before training the model (call build_vocab)")
+            reason = "call build_vocab"
+            if self.raw_vocab:
+                reason = (
+                    f"no word occurs min_count={self.effective_min_count} times (the most frequent occurs "
+                    f"{max(self.raw_vocab.values())} times); lower min_count"
+                )
+            raise EmptyVocabularyError(f"you must first build vocabulary before training the model: {reason}")
         if (corpus_iterable is None) == (corpus_file is None):
             raise ConfigError("train needs corpus_iterable or corpus_file (exactly one)")
         if corpus_iterable is not None and total_examples is None and total_words is None:
@@ -568,11 +574,11 @@ class Word2Vec:
         return int(ids.numel()) * epochs
 
     # ------------------------------------------------------------------ queries of the output layer
-    def _hidden(self, context: Sequence[int]) -> torch.Tensor:
-        """(D,) the input of the output layer for context rows: a skip-gram's word vector, a
-        CBOW's mean (or sum, ``cbow_mean=0``) of the context vectors."""
+    def _cbow_input(self, context: Sequence[int]) -> torch.Tensor:
+        """(D,) CBOW's input to the output layer: the mean (or sum, ``cbow_mean=0``) of the
+        context vectors."""
         rows = self._module.embedding.weight.detach()[list(context)]
-        return rows.mean(0) if self.cbow_mean or self.sg else rows.sum(0)
+        return rows.mean(0) if self.cbow_mean else rows.sum(0)
 
     def predict_output_word(self, context_words_list: Sequence[str | int], topn: int = 10):
         """The ``topn`` words most probable at the centre of the context words (keys or rows), as
@@ -587,8 +593,7 @@ class Word2Vec:
         if not context:
             logger.warning("All the input context words are out-of-vocabulary for the current model.")
             return None
-        hidden = torch.as_tensor(self.syn1neg).new_tensor(self._context_mean(context))[None]
-        scores = torch.as_tensor(self.syn1neg) @ hidden[0]
+        scores = torch.as_tensor(self.syn1neg) @ torch.as_tensor(self._context_mean(context))
         probabilities = torch.softmax(scores.double(), 0)
         values, ids = probabilities.topk(min(topn, probabilities.numel()))
         return [(self._vectors.index_to_key[i], float(p)) for p, i in zip(values.tolist(), ids.tolist())]
@@ -629,7 +634,7 @@ class Word2Vec:
                 hidden.extend(weight[context])
                 targets.extend([word] * len(context))
             else:
-                hidden.append(self._hidden(context))
+                hidden.append(self._cbow_input(context))
                 targets.append(word)
         if not targets:
             return weight[:0], torch.zeros(0, dtype=torch.long)
