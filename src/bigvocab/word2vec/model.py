@@ -291,8 +291,8 @@ class Word2Vec:
         ``RULE_*`` values from :mod:`bigvocab.word2vec.corpus`) and build the model with fresh
         weights (seeded by ``seed``). ``update=True`` grows a built model instead: the counts of
         known words add up, new words get new rows (vectors drawn as at the start, output rows at
-        zero), the noise table or the Huffman tree is rebuilt from the merged counts, and every
-        trained row is kept."""
+        zero), the noise table or the Huffman tree is rebuilt from the merged counts, and the
+        trained rows of every word are kept (see :meth:`_grow` for a tree's nodes)."""
         self.scan_vocab(corpus_iterable, corpus_file, trim_rule=trim_rule)
         self._apply_vocab(update, trim_rule)
 
@@ -337,18 +337,25 @@ class Word2Vec:
         self._grow(words, counts)
 
     def _grow(self, words: list[str], counts: list[int]) -> None:
-        """Rebuild the model for a larger vocabulary: every parameter keeps its trained rows (all
-        of it when its shape did not change), the new rows are as a fresh model's; the structures
-        derived from the counts (noise table, tree, subsampling) are built anew."""
+        """Rebuild the model for a larger vocabulary. A parameter with one row per word (the word
+        vectors, negative sampling's output vectors) keeps its trained rows and gets new rows as a
+        fresh model's; one whose shape did not change is kept whole; any other starts afresh. So
+        a Huffman tree's node vectors restart from zero: the tree rebuilt from the merged counts
+        has other nodes (kept by row number, as gensim keeps them, they landed on unrelated nodes
+        and pulled new words' vectors away from their neighbours). The structures derived from
+        the counts (noise table, tree, subsampling) are built anew."""
         old_parameters = dict(self._module.named_parameters())
-        old_lockf = self._vectors.vectors_lockf
+        old_size, old_lockf = len(self._vectors), self._vectors.vectors_lockf
         self._build(words, counts)
         with torch.no_grad():
             for name, parameter in self._module.named_parameters():
                 old = old_parameters.get(name)
-                if old is None or old.shape[1:] != parameter.shape[1:] or old.shape[0] > parameter.shape[0]:
+                if old is None or old.shape[1:] != parameter.shape[1:]:
                     continue
-                parameter[: old.shape[0]] = old
+                if old.shape == parameter.shape:
+                    parameter.copy_(old)
+                elif old.shape[0] == old_size and parameter.shape[0] == len(words):
+                    parameter[:old_size] = old
         if old_lockf.shape[0] > 1:
             grown = np.ones(len(words), dtype=np.float32)
             grown[: old_lockf.shape[0]] = old_lockf
