@@ -42,7 +42,7 @@ def test_gensims_word2vec_tests_pass_against_bigvocab():
     suite = _gensim_suite()
     result = unittest.TestResult()
     suite.run(result)
-    name = lambda test: test.id().rsplit(".", 1)[-1]  # noqa: E731
+    name = lambda test: test.id().rsplit(".", 1)[-1]
     failed = {name(test): trace.strip().splitlines()[-1] for test, trace in result.failures + result.errors}
     skipped = {name(test) for test, _ in result.skipped}
     assert result.testsRun == 74

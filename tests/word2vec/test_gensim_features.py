@@ -12,9 +12,9 @@ import torch
 
 pytest.importorskip("numba")
 
-from bigvocab import Word2Vec  # noqa: E402
-from bigvocab.word2vec.corpus import RULE_DISCARD, RULE_KEEP, RULE_DEFAULT  # noqa: E402
-from bigvocab.word2vec.keyed_vectors import KeyedVectors  # noqa: E402
+from bigvocab import Word2Vec
+from bigvocab.word2vec.corpus import RULE_DEFAULT, RULE_DISCARD, RULE_KEEP
+from bigvocab.word2vec.keyed_vectors import KeyedVectors
 
 QUIET = dict(progress=False, workers=1)
 TEXTS = [

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from bigvocab.errors import ConfigError
 from bigvocab.registry import SAMPLERS
 from bigvocab.samplers.alias import AliasSampler, AliasTable
 from bigvocab.samplers.base import required_counts
-from bigvocab.errors import ConfigError
 from bigvocab.validation import check_finite_float
 
 

@@ -178,7 +178,9 @@ def plan_vocabulary(
 def check_vocabulary(words: Sequence[str]) -> None:
     """word2vec needs two words at least (one has no negative and no tree)."""
     if len(words) < 2:
-        raise DataError(f"the vocabulary has {len(words)} word(s) ({', '.join(map(repr, words))}); word2vec needs at least 2")
+        raise DataError(
+            f"the vocabulary has {len(words)} word(s) ({', '.join(map(repr, words))}); word2vec needs at least 2"
+        )
 
 
 #: Id of a word that is dropped from the stream (under min_count, or unseen without ``unk``).

@@ -54,7 +54,9 @@ def gensim_models() -> types.ModuleType:
     try:
         import gensim.models
     except ImportError:
-        raise ConfigError("reading or writing gensim's own files needs gensim: pip install 'bigvocab[interop]'") from None
+        raise ConfigError(
+            "reading or writing gensim's own files needs gensim: pip install 'bigvocab[interop]'"
+        ) from None
     return gensim.models
 
 

@@ -333,7 +333,7 @@ class KeyedVectors:
         return from_gensim_vectors(gensim_models().KeyedVectors.load(os.fspath(fname), *args, **kwargs), cls)
 
 
-def write_vocab(path: str | os.PathLike, words: Sequence[str], counts: Sequence[int]) -> None:
+def write_vocab(path: str | os.PathLike, words: Sequence[str], counts: Sequence[int] | np.ndarray) -> None:
     """word2vec.c's vocabulary file: ``word count`` lines, most frequent first."""
     from bigvocab.files import atomic_output
 

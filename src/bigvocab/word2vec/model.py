@@ -407,6 +407,7 @@ class Word2Vec:
         padded = torch.zeros(rows.shape[0] + 1, rows.shape[1], dtype=rows.dtype)
         padded[:-1] = rows.detach()
         rows.data = padded[:-1]
+        assert tables.path_offsets is not None and tables.path_rows is not None and tables.path_codes is not None
         offsets, nodes, codes = (t.cpu().numpy() for t in (tables.path_offsets, tables.path_rows, tables.path_codes))
         points = np.empty(len(self.counts), dtype=object)
         code = np.empty(len(self.counts), dtype=object)
@@ -451,7 +452,9 @@ class Word2Vec:
         output = self.module.output if isinstance(self.module, LanguageModel) else None
         if self.syn1neg is None or output is None:
             return None
-        noise = output.engine_tables().noise.double().cpu().numpy()
+        noise_tensor = output.engine_tables().noise
+        assert noise_tensor is not None  # negative sampling always has one
+        noise = noise_tensor.double().cpu().numpy()
         return np.round(np.cumsum(noise / noise.sum()) * (2**31 - 1)).astype(np.uint32)
 
     def _engine_rows(self, kind: str) -> np.ndarray | None:
@@ -511,7 +514,9 @@ class Word2Vec:
             raise ConfigError("compute_loss=True needs the compiled engine (output 'neg' or 'hsm', engine=True)")
         self.compute_loss, self.callbacks = bool(compute_loss), tuple(callbacks)
         if alpha > self.min_alpha_yet_reached:
-            logger.warning("Effective 'alpha' higher than previous training cycles (%g > %g)", alpha, self.min_alpha_yet_reached)
+            logger.warning(
+                "Effective 'alpha' higher than previous training cycles (%g > %g)", alpha, self.min_alpha_yet_reached
+            )
         stream, words = self._stream(corpus_iterable, corpus_file)
         if words == 0:  # gensim trains nothing and warns
             warnings.warn("the training corpus holds no word of the vocabulary; nothing was trained", stacklevel=2)
@@ -618,7 +623,8 @@ class Word2Vec:
         of each full window, CBOW log p(w_i | context of i). Exact under any output layer (the
         layer's ``log_prob``); words outside the vocabulary are skipped."""
         module = self._module
-        scores = []
+        assert isinstance(module, LanguageModel)  # skip-gram and CBOW are
+        scores: list[float] = []
         for sentence in corpus_io.iter_sentences(sentences):
             if len(scores) >= total_sentences:
                 break
@@ -689,7 +695,7 @@ class Word2Vec:
             fname_or_handle,
         )
 
-    def _load(cls, fname: PathLike, *args: Any, **kwargs: Any) -> Word2Vec:
+    def _load(cls: type[Word2Vec], fname: PathLike, *args: Any, **kwargs: Any) -> Word2Vec:  # type: ignore[misc]
         """A model written by :meth:`save`, or by gensim's ``Word2Vec.save`` (read through gensim,
         :mod:`bigvocab.word2vec.gensim_files`). A class method: ``Word2Vec.load(path)``."""
         if not os.path.isfile(fname):

@@ -12,6 +12,7 @@ import logging
 import sys
 import time
 from types import TracebackType
+from typing import TypeAlias
 
 from tqdm import tqdm
 
@@ -55,7 +56,7 @@ class LoggedProgress:
             self._report(time.perf_counter(), "done:")
 
 
-Progress = tqdm | LoggedProgress
+Progress: TypeAlias = tqdm | LoggedProgress
 
 
 def progress_bar(total_words: int, enabled: bool, desc: str = "word2vec", initial: int = 0) -> Progress:
