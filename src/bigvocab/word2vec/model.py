@@ -511,7 +511,7 @@ class Word2Vec:
         alpha = self.alpha if start_alpha is None else _check_number("start_alpha", start_alpha, 0)
         min_alpha = self.min_alpha if end_alpha is None else _check_number("end_alpha", end_alpha, 0, alpha)
         if compute_loss and not self.uses_engine:
-            raise ConfigError("compute_loss=True needs the compiled engine (output 'neg' or 'hsm', engine=True)")
+            raise ConfigError(f"compute_loss=True needs the compiled engine, which cannot train this model: {self._why_torch()}")
         self.compute_loss, self.callbacks = bool(compute_loss), tuple(callbacks)
         if alpha > self.min_alpha_yet_reached:
             logger.warning(
@@ -531,6 +531,11 @@ class Word2Vec:
         self._vectors.fill_norms()
         self._call_back("on_train_end")
         return kept, words * epochs
+
+    def _why_torch(self) -> str:
+        if not self.engine:
+            return "engine=False"
+        return engine_unsupported(self._module) or ""
 
     def _call_back(self, hook: str) -> None:
         for callback in self.callbacks:
