@@ -12,7 +12,7 @@ import torch
 
 pytest.importorskip("numba")
 
-from bigvocab import Word2Vec
+from bigvocab import CheckpointError, Word2Vec
 from bigvocab.word2vec.corpus import RULE_DEFAULT, RULE_DISCARD, RULE_KEEP
 from bigvocab.word2vec.keyed_vectors import KeyedVectors
 
@@ -197,3 +197,7 @@ def test_load_is_a_class_method_and_gensim_3_keywords_get_a_hint(tmp_path):
     with pytest.raises(TypeError, match="unexpected keyword"):
         Word2Vec(sentense=TEXTS)
     assert torch.equal(Word2Vec.load(tmp_path / "m").module.embedding.weight, model.module.embedding.weight)
+    (tmp_path / "text").write_text("not a model\n")
+    pytest.importorskip("gensim")
+    with pytest.raises(CheckpointError, match="written neither by bigvocab.Word2Vec.save nor by gensim"):
+        Word2Vec.load(tmp_path / "text")

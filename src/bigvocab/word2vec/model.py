@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import os
+import pickle
 import tempfile
 import types
 import warnings
@@ -511,7 +512,9 @@ class Word2Vec:
         alpha = self.alpha if start_alpha is None else _check_number("start_alpha", start_alpha, 0)
         min_alpha = self.min_alpha if end_alpha is None else _check_number("end_alpha", end_alpha, 0, alpha)
         if compute_loss and not self.uses_engine:
-            raise ConfigError(f"compute_loss=True needs the compiled engine, which cannot train this model: {self._why_torch()}")
+            raise ConfigError(
+                f"compute_loss=True needs the compiled engine, which cannot train this model: {self._why_torch()}"
+            )
         self.compute_loss, self.callbacks = bool(compute_loss), tuple(callbacks)
         if alpha > self.min_alpha_yet_reached:
             logger.warning(
@@ -708,15 +711,21 @@ class Word2Vec:
         if not zipfile.is_zipfile(fname):  # torch.save writes a zip; gensim a pickle
             from bigvocab.word2vec.gensim_files import from_gensim_model, gensim_models
 
-            return from_gensim_model(gensim_models().Word2Vec.load(os.fspath(fname), *args, **kwargs), cls)
+            models = gensim_models()
+            try:
+                source = models.Word2Vec.load(os.fspath(fname), *args, **kwargs)
+            except (pickle.UnpicklingError, EOFError, UnicodeDecodeError) as error:
+                raise CheckpointError(
+                    f"{str(fname)!r} was written neither by bigvocab.Word2Vec.save nor by gensim ({error})"
+                ) from None
+            return from_gensim_model(source, cls)
         saved = torch.load(fname, map_location="cpu", weights_only=False)
         if not isinstance(saved, dict) or saved.get("format") != _SAVE_FORMAT:
             raise CheckpointError(f"{str(fname)!r} was not written by bigvocab.Word2Vec.save")
-        model = cls.__new__(cls)
+        model = cls(progress=False)  # the defaults of options a file of an earlier version lacks
         options = dict(saved["options"])
         lockf = options.pop("vectors_lockf", np.ones(1, dtype=np.float32))
         vars(model).update(options)
-        model._tmp, model.callbacks, model.raw_vocab = None, (), Counter()
         model._build(saved["words"], saved["counts"])
         model._module.load_state_dict(saved["module"])
         model._vectors.vectors_lockf = lockf
