@@ -594,9 +594,9 @@ class Word2Vec:
         return int(ids.numel()) * epochs
 
     # ------------------------------------------------------------------ queries of the output layer
-    def _cbow_input(self, context: Sequence[int]) -> torch.Tensor:
-        """(D,) CBOW's input to the output layer: the mean (or sum, ``cbow_mean=0``) of the
-        context vectors."""
+    def _context_input(self, context: Sequence[int]) -> torch.Tensor:
+        """(D,) the mean (or sum, ``cbow_mean=0``) of the context rows' vectors: CBOW's input to
+        the output layer, and gensim's for ``predict_output_word`` whatever ``sg``."""
         rows = self._module.embedding.weight.detach()[list(context)]
         return rows.mean(0) if self.cbow_mean else rows.sum(0)
 
@@ -613,16 +613,10 @@ class Word2Vec:
         if not context:
             logger.warning("All the input context words are out-of-vocabulary for the current model.")
             return None
-        scores = torch.as_tensor(self.syn1neg) @ torch.as_tensor(self._context_mean(context))
+        scores = torch.as_tensor(self.syn1neg) @ self._context_input(context)
         probabilities = torch.softmax(scores.double(), 0)
         values, ids = probabilities.topk(min(topn, probabilities.numel()))
         return [(self._vectors.index_to_key[i], float(p)) for p, i in zip(values.tolist(), ids.tolist())]
-
-    def _context_mean(self, context: Sequence[int]) -> np.ndarray:
-        """gensim's input for predicting the centre: the sum of the context vectors, averaged when
-        ``cbow_mean`` (whatever ``sg``)."""
-        total = self._vectors.vectors[list(context)].sum(0)
-        return total / len(context) if self.cbow_mean else total
 
     @torch.no_grad()
     def score(self, sentences: Iterable[Sequence[str]], total_sentences: int = 1_000_000, *args: Any, **kwargs: Any):
@@ -655,7 +649,7 @@ class Word2Vec:
                 hidden.extend(weight[context])
                 targets.extend([word] * len(context))
             else:
-                hidden.append(self._cbow_input(context))
+                hidden.append(self._context_input(context))
                 targets.append(word)
         if not targets:
             return weight[:0], torch.zeros(0, dtype=torch.long)
