@@ -61,3 +61,18 @@ def test_fused_cross_entropy_peers_run_on_a_small_shape(tmp_path: Path) -> None:
     command = [sys.executable, "benchmarks/fused_ce_peers.py", "--shapes", "64x32x1000", "--modes", "fp32"]
     out = run([*command, "--repeats", "1", "--out", str(tmp_path / "peers.json")], tmp_path)
     assert "bigvocab full" in out
+
+
+def test_word2vec_unseen_compares_both_libraries_on_a_given_corpus(tmp_path: Path) -> None:
+    pytest.importorskip("gensim")
+    words = [f"w{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(40)]  # the driver keeps letters only
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(" ".join(words[(i * 7 + j) % 40] for j in range(12)) for i in range(200)) + "\n")
+    pairs = "".join(f"{words[i]}\t{words[i + 1]}\t{i % 5}\n" for i in range(0, 30, 2))
+    (tmp_path / "wordsim353.tsv").write_text(pairs)
+    (tmp_path / "simlex999.txt").write_text(pairs)
+    command = [sys.executable, "benchmarks/word2vec_unseen.py", "--eval", str(tmp_path), "--corpus", str(corpus)]
+    options = ["--seeds", "2", "--epochs", "1", "--combinations", "CBOW + hs", "--out", str(tmp_path)]
+    out = run([*command, *options], tmp_path)
+    assert "| corpus.txt | CBOW + hs |" in out
+    assert len((tmp_path / "runs.csv").read_text().splitlines()) == 5

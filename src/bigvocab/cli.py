@@ -462,8 +462,9 @@ def build_parser() -> Parser:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="no validation or test perplexity (for word vectors: exact evaluation of a sampled layer over the "
-        "whole vocabulary can cost more than training); no best.pt, no early stopping. A resumed run keeps "
-        "its run's choice unless given",
+        "whole vocabulary can cost more than training); no best.pt, no early stopping. Default: on for the "
+        "models trained for their word vectors (skipgram, cbow), off otherwise; a resumed run keeps its "
+        "run's choice unless given",
     )
 
     group = train.add_argument_group("run directory")
@@ -690,6 +691,7 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
     if distributed is not None:  # every rank has checked DIR before rank 0 locks and writes it
         distributed.barrier()
     progress = not args.no_progress and writes
+    skipped_why = "--skip-perplexity"
     with contextlib.ExitStack() as lock:  # the run directory's lock, from before its files are read or written
         if args.resume:
             if writes:
@@ -714,6 +716,9 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
             if args.allow_changed_corpus:
                 raise ConfigError("--allow-changed-corpus goes with --resume")
             model_class = MODELS.get(args.model)
+            if args.skip_perplexity is None and model_class.trained_for_vectors:
+                args.skip_perplexity = True
+                skipped_why = f"{args.model} trains word vectors; --no-skip-perplexity computes it"
             output_defaults = apply_model_defaults(args)
             trainer, corpus = new_run(
                 args.model,
@@ -743,16 +748,16 @@ def run_train(args: argparse.Namespace, extra: Sequence[str]) -> int:
         if writes:
             write_json(out / "summary.json", summary)
     if writes:
-        print(_summary_line(summary))
+        print(_summary_line(summary, skipped_why))
     if distributed is not None:
         distributed.leave()
     return 0
 
 
-def _summary_line(summary: dict[str, Any]) -> str:
+def _summary_line(summary: dict[str, Any], skipped_why: str = "--skip-perplexity") -> str:
     name = summary["model"] + (f"+{summary['output']}" if summary["output"] else "")
     if summary["test_ppl"] is None:
-        why = "--skip-perplexity" if summary["perplexity_skipped"] else "a model without a normalised distribution"
+        why = skipped_why if summary["perplexity_skipped"] else "a model without a normalised distribution"
         quality = f"no perplexity ({why})"
     else:
         quality = f"test ppl {summary['test_ppl']:.2f}"

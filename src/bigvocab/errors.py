@@ -24,6 +24,10 @@ class DataError(BigvocabError, ValueError):
     """A corpus, vocabulary or evaluation file that is missing, empty or malformed."""
 
 
+class EmptyVocabularyError(DataError, RuntimeError):
+    """A corpus from which no word survives into the vocabulary (a RuntimeError too, as gensim raises)."""
+
+
 class CheckpointError(BigvocabError, RuntimeError):
     """A checkpoint that is missing, truncated or written by something else."""
 

@@ -185,6 +185,7 @@ def test_word2vec_model_with_analogy_and_similarity(capsys, tmp_path, text_file)
             "--no-progress",
             "--batch-size",
             "128",
+            "--no-skip-perplexity",
             "--out",
             str(out),
         ],

@@ -38,10 +38,19 @@ def test_bad_counts_are_named(counts, match):
         bigvocab.create_sampler("unigram", 10, counts=counts)
 
 
-@pytest.mark.parametrize("power", [-1.0, float("inf"), "x"])
+@pytest.mark.parametrize("power", [float("inf"), "x"])
 def test_bad_power(power):
     with pytest.raises(ConfigError, match="power"):
         bigvocab.create_sampler("unigram", 3, counts=[1, 2, 3], power=power)
+
+
+def test_negative_power_favours_rare_classes():
+    """gensim's ns_exponent=-1: Q(i) proportional to 1 / counts[i]."""
+    sampler = bigvocab.create_sampler("unigram", 3, counts=[1, 2, 4], power=-1.0)
+    want = torch.tensor([4.0, 2.0, 1.0]) / 7
+    torch.testing.assert_close(sampler.log_q(torch.arange(3)).exp().float(), want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ConfigError, match="count 0"):
+        bigvocab.create_sampler("unigram", 3, counts=[1, 0, 4], power=-1.0)
 
 
 def test_zero_counts_never_drawn():

@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("numba")
 
 from bigvocab import ConfigError, DataError, Word2Vec
-from bigvocab.word2vec.corpus import DROP, encode, encoding_index, keep_words, scan
+from bigvocab.word2vec.corpus import DROP, encode, encoding_index, plan_vocabulary, scan
 
 QUIET = dict(progress=False)
 
@@ -22,16 +22,18 @@ def _small(small_corpus, train: bool = True, **kwargs) -> Word2Vec:
 # ---------------------------------------------------------------------- data path
 def test_rare_words_are_dropped_and_windows_reach_over_them():
     found = scan([["a", "b", "rare", "a"], ["b", "a"]])
-    words, counts = keep_words(found, min_count=2)
-    assert words == ["a", "b"] and counts == [3, 2]
+    plan = plan_vocabulary(found, min_count=2)
+    words = plan.words
+    assert words == ["a", "b"] and plan.counts == [3, 2]
     stream, n = encode([["a", "b", "rare", "a"], ["b", "a"]], encoding_index(found, words))
     assert stream.tolist() == [0, 1, 0, -1, 1, 0, -1] and n == 5
 
 
 def test_unk_keeps_rare_words_as_one_token():
     found = scan([["a", "b", "rare", "a"], ["odd", "a"]])
-    words, counts = keep_words(found, min_count=2, unk="<unk>")
-    assert words == ["a", "<unk>"] and counts == [3, 3]
+    plan = plan_vocabulary(found, min_count=2, unk="<unk>")
+    words = plan.words
+    assert words == ["a", "<unk>"] and plan.counts == [3, 3]
     stream, _ = encode([["a", "b", "rare", "a"], ["unseen"]], encoding_index(found, words, "<unk>"), unseen=1)
     assert stream.tolist() == [0, 1, 1, 0, -1, 1, -1]
     model = Word2Vec([["a", "b", "rare", "a"], ["odd", "a"]] * 3, min_count=4, unk="<unk>", **QUIET)
@@ -66,9 +68,18 @@ def test_corpus_file_trains_exactly_as_the_same_sentences(tmp_path, small_corpus
     Word2Vec(corpus_file=str(path), min_count=1, workers=2, epochs=1, **QUIET)
 
 
-def test_progress_bar_shows_words_per_second(small_corpus, capsys):
-    _small(small_corpus, progress=True, workers=2)
-    assert "word/s" in capsys.readouterr().err
+def test_progress_is_a_bar_on_a_terminal_and_logging_elsewhere(small_corpus, capsys, caplog, monkeypatch):
+    with caplog.at_level("INFO", logger="bigvocab.word2vec"):
+        _small(small_corpus, progress=True, workers=2)
+    assert "words/s" in caplog.text and capsys.readouterr().err == ""
+    caplog.clear()
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True)
+    with caplog.at_level("INFO", logger="bigvocab.word2vec"):
+        _small(small_corpus, progress=True, workers=2)
+    assert "word/s" in capsys.readouterr().err and "words/s" not in caplog.text
+    with caplog.at_level("INFO", logger="bigvocab.word2vec"):
+        _small(small_corpus, progress=False)
+    assert capsys.readouterr().err == "" and "words/s" not in caplog.text
 
 
 def test_other_output_layers_train_on_the_torch_path(small_corpus):
@@ -93,6 +104,9 @@ def test_other_output_layers_train_on_the_torch_path(small_corpus):
         (dict(corpus_file="/nonexistent/corpus.txt"), DataError, "does not exist"),
         (dict(output="nec"), Exception, "nce"),
         (dict(hogbatch=True, sg=0), ConfigError, "hogbatch"),
+        (dict(size=50), ConfigError, "use vector_size="),
+        (dict(iter=3), ConfigError, "use epochs="),
+        (dict(sentences=[["a", "b"]], min_count=1, ns_exponent=float("inf")), ConfigError, "ns_exponent"),
     ],
 )
 def test_bad_input_gets_one_line_error(kwargs, error, words):

@@ -95,3 +95,11 @@ def test_new_run_routes_word2vec_to_the_engine(tmp_path):
     assert type(trainer) is Trainer
     with pytest.raises(ConfigError, match="^workers sets the threads"):
         new_run("skipgram", "nce", config, tmp_path / "c", workers=2, **options)
+
+
+def test_word_vector_models_skip_the_perplexity_by_default_and_say_so(capsys, tmp_path):
+    argv = ["train", "--model", "skipgram", "--vector-size", "8", "--corpus", SPEC, "--epochs", "1", "--no-progress"]
+    assert main(argv + ["--out", str(tmp_path / "a")]) == 0
+    assert "no perplexity (skipgram trains word vectors; --no-skip-perplexity computes it)" in capsys.readouterr().out
+    assert main(argv + ["--out", str(tmp_path / "b"), "--no-skip-perplexity"]) == 0
+    assert "test ppl" in capsys.readouterr().out

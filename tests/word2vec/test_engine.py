@@ -49,10 +49,12 @@ def test_engine_learns_as_well_as_the_torch_path(small_corpus, same_class_rate, 
 
 @pytest.mark.parametrize("sg,hs", COMBINATIONS)
 def test_two_threads_learn_too(small_corpus, same_class_rate, sg, hs):
-    """Two threads; with a tree, each moves its own copies of the top rows and merges them."""
+    """Two threads; with a tree, each moves its own copies of the top rows and merges them. The
+    bound is 3 standard deviations under the mean of the weakest combination (CBOW + neg on two
+    threads: 0.58 +- 0.06 over seeds 1-5), since two threads are not reproducible."""
     sentences, language = small_corpus
     model = _train(sentences, sg=sg, hs=hs, negative=0 if hs else 5, workers=2, seed=1)
-    assert same_class_rate(model.wv, language) > 0.5
+    assert same_class_rate(model.wv, language) > 0.4
 
 
 def test_hogbatch_learns(small_corpus, same_class_rate):

@@ -50,8 +50,14 @@ def _row_scratch() -> tuple[np.ndarray, np.ndarray]:
 
 
 def _unstaged() -> tuple:
-    """The kernels' staging arguments (depth, slot_of, local) when no row is staged."""
-    return 0, np.zeros(1, dtype=np.int64), np.zeros((0, H), dtype=np.float32)
+    """The kernels' staging arguments (depth, slot_of, local) when no row is staged, then every
+    vector free to train (lockf) and no loss tallied."""
+    return 0, np.zeros(1, dtype=np.int64), np.zeros((0, H), dtype=np.float32), *_free()
+
+
+def _free() -> tuple:
+    """(lockf, loss): every vector trains, no loss tallied."""
+    return np.ones(V, dtype=np.float32), np.zeros(0)
 
 
 def _sgd_step(model, batch) -> tuple[torch.Tensor, torch.Tensor]:
@@ -160,6 +166,7 @@ def test_staged_tree_rows_give_the_same_step_once_merged(name, max_rows):
             work,
             *_row_scratch(),
             *staged_args,
+            *_free(),
         )
     else:
         cbow_window(
@@ -179,6 +186,7 @@ def test_staged_tree_rows_give_the_same_step_once_merged(name, max_rows):
             work,
             *_row_scratch(),
             *staged_args,
+            *_free(),
         )
     staged_rows = torch.from_numpy(stage.rows)
     assert torch.equal(model.output.weight.detach()[staged_rows], torch.from_numpy(base))  # not merged yet
@@ -237,6 +245,7 @@ def test_hogbatch_window_is_one_sgd_step_on_the_window():
         ALPHA,
         np.zeros((4, H), dtype=np.float32),
         np.zeros((4, 4), dtype=np.float32),
+        *_free(),
     )
     torch.testing.assert_close(model.embedding.weight.detach(), want_emb, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(model.output.weight.detach(), want_out, rtol=1e-5, atol=1e-6)
@@ -255,3 +264,55 @@ def test_saturated_outputs_are_skipped_as_word2vec_does(hs):
     assert wrong == (0.0 if hs else pytest.approx(ALPHA))
     inside = step_size(0.3, 1.0, ALPHA, hs)
     assert inside == pytest.approx(ALPHA * (1 - 1 / (1 + np.exp(-0.3))), rel=1e-5)
+
+
+def _log_sigmoid(x: np.ndarray) -> np.ndarray:
+    return -np.logaddexp(0.0, -x)
+
+
+@pytest.mark.parametrize("output", ["neg", "hsm"])
+def test_loss_tally_is_the_examples_negative_log_likelihood(output):
+    """compute_loss: the tally is -log sigmoid(+-u . h) summed over the example's decisions, read
+    before the rows move (brute force from the arrays)."""
+    model = _model("skipgram", output)
+    negatives = np.array([7, 2, 9], dtype=np.int64) if output == "neg" else np.zeros(0, dtype=np.int64)
+    a = engine_arrays(model)
+    source, target = 4, 1
+    h = a.syn0[source].astype(np.float64)
+    if output == "neg":
+        want = -_log_sigmoid(a.syn1[target] @ h) - _log_sigmoid(-(a.syn1[negatives] @ h)).sum()
+    else:
+        path = slice(a.path_offsets[target], a.path_offsets[target + 1])
+        signs = 2.0 * a.path_codes[path] - 1
+        want = -_log_sigmoid(signs * (a.syn1[a.path_rows[path]] @ h)).sum()
+    loss = np.zeros(1)
+    lockf = np.ones(V, dtype=np.float32)
+    work = np.zeros((1, H), dtype=np.float32)
+    sg_pair(a.syn0, a.syn1, source, target, a.hs, a.path_offsets, a.path_rows, a.path_codes, negatives, ALPHA,
+            work, *_row_scratch(), *_unstaged()[:3], lockf, loss)  # fmt: skip
+    assert loss[0] == pytest.approx(want, rel=1e-5)
+
+
+@pytest.mark.parametrize("name", ["skipgram", "cbow"])
+def test_lockf_scales_the_input_rows_steps(name):
+    """gensim's vectors_lockf: 0 freezes a word's vector, 0.5 moves it half as far; the output rows
+    move as without it."""
+    moved = {}
+    for factor in (1.0, 0.5, 0.0):
+        torch.manual_seed(0)  # the same starting rows each time
+        model = _model(name, "neg")
+        negatives = np.array([7, 2, 9], dtype=np.int64)
+        a = engine_arrays(model)
+        before = a.syn0.copy()
+        lockf = np.ones(V, dtype=np.float32)
+        lockf[[3, 4, 8]] = factor
+        scratch = (np.zeros((1, H), dtype=np.float32), *_row_scratch(), *_unstaged()[:3], lockf, np.zeros(0))
+        if name == "skipgram":
+            sg_pair(a.syn0, a.syn1, 4, 1, False, a.path_offsets, a.path_rows, a.path_codes, negatives, ALPHA, *scratch)
+        else:
+            cbow_window(a.syn0, a.syn1, np.array([3, 8], dtype=np.int32), 2, 6, True, False, a.path_offsets,
+                        a.path_rows, a.path_codes, negatives, ALPHA, np.zeros((1, H), dtype=np.float32), *scratch)  # fmt: skip
+        moved[factor] = (a.syn0 - before, a.syn1.copy())
+    np.testing.assert_allclose(moved[0.5][0], 0.5 * moved[1.0][0], rtol=1e-5, atol=1e-7)
+    assert not moved[0.0][0].any() and moved[1.0][0].any()
+    np.testing.assert_array_equal(moved[0.0][1], moved[1.0][1])

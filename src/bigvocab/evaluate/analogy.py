@@ -1,6 +1,9 @@
-"""Word analogies ``a : b :: c : d`` answered with 3CosAdd (Mikolov et al. 2013).
+"""Word analogies ``a : b :: c : d`` answered with 3CosAdd (Mikolov et al. 2013) or 3CosMul
+(Levy & Goldberg 2014).
 
-The answer is ``argmax_w cos(w, b - a + c)`` over the ``restrict_vocab`` most frequent words
+3CosAdd's answer is ``argmax_w cos(w, b - a + c)``; 3CosMul's is
+``argmax_w cos'(w, b) cos'(w, c) / (cos'(w, a) + 1e-6)`` with ``cos' = (1 + cos) / 2`` in [0, 1],
+so no one similarity dominates the others. Both search the ``restrict_vocab`` most frequent words
 (30,000 in Mikolov et al. 2013 and in gensim's default evaluation), the three question words
 excluded. Questions with a word outside that vocabulary are skipped and counted, not scored as
 wrong. Matching is case-insensitive. The questions file is the ``questions-words.txt`` format:
@@ -18,7 +21,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from bigvocab.errors import DataError
+from bigvocab.errors import ConfigError, DataError
 from bigvocab.evaluate.lines import numbered_lines
 from bigvocab.evaluate.vectors import WordVectors
 from bigvocab.validation import check_positive_int
@@ -121,15 +124,19 @@ def evaluate_analogies(
     vectors: WordVectors,
     questions: str | os.PathLike | list[tuple[str, list[Question]]],
     restrict_vocab: int | None = 30000,
+    method: str = "3cosadd",
 ) -> AnalogyResult:
-    """3CosAdd accuracy per section and in total.
+    """Accuracy per section and in total.
 
     Args:
         vectors: the word vectors, rows in descending frequency.
         questions: a questions-words file, or what :func:`read_analogies` returns.
         restrict_vocab: candidate answers and question words are limited to this many most
             frequent words (None: all).
+        method: ``"3cosadd"`` or ``"3cosmul"``.
     """
+    if method not in ANALOGY_SCORES:
+        raise ConfigError(f"method must be one of {', '.join(ANALOGY_SCORES)}, got {method!r}")
     sections = read_analogies(questions) if isinstance(questions, (str, os.PathLike)) else questions
     limit = (
         len(vectors)
@@ -148,15 +155,34 @@ def evaluate_analogies(
         section.skipped = len(items) - len(answerable)
         section.total = len(answerable)
         if answerable:
-            right = _correct(unit, canonical, torch.tensor(answerable, dtype=torch.long))
+            right = _correct(unit, canonical, torch.tensor(answerable, dtype=torch.long), ANALOGY_SCORES[method])
             section.answered_correct = right.tolist()
             section.correct = int(right.sum())
         result.sections.append(section)
     return result
 
 
-def _correct(unit: torch.Tensor, canonical: torch.Tensor, questions: torch.Tensor) -> torch.Tensor:
-    """(n,) bool: which questions (n, 4) of canonical rows have the fourth word as 3CosAdd answer.
+def cos_add(unit: torch.Tensor, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    """(n, R) 3CosAdd scores of every row for the questions with rows ``a``, ``b``, ``c`` (n,)."""
+    return (unit[b] - unit[a] + unit[c]) @ unit.t()
+
+
+def cos_mul(unit: torch.Tensor, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    """(n, R) 3CosMul scores (Levy & Goldberg 2014), cosines shifted into [0, 1]."""
+
+    def shifted(rows: torch.Tensor) -> torch.Tensor:
+        return (1 + unit[rows] @ unit.t()) / 2
+
+    return shifted(b) * shifted(c) / (shifted(a) + 1e-6)
+
+
+#: How a question's candidates are scored, by the name ``evaluate_analogies`` takes.
+ANALOGY_SCORES = {"3cosadd": cos_add, "3cosmul": cos_mul}
+
+
+def _correct(unit: torch.Tensor, canonical: torch.Tensor, questions: torch.Tensor, score=cos_add) -> torch.Tensor:
+    """(n,) bool: which questions (n, 4) of canonical rows have the fourth word as answer, by
+    ``score`` (:func:`cos_add` or :func:`cos_mul`).
 
     ``unit`` (R, D) are unit rows; ``canonical`` (R,) maps each row to its spelling's row. The
     question words are excluded by writing -inf at their rows, and at the few other rows that
@@ -167,7 +193,7 @@ def _correct(unit: torch.Tensor, canonical: torch.Tensor, questions: torch.Tenso
     for start in range(0, questions.shape[0], BLOCK):
         block = questions[start : start + BLOCK]
         a, b, c, d = block.unbind(1)
-        scores = (unit[b] - unit[a] + unit[c]) @ unit.t()
+        scores = score(unit, a, b, c)
         scores.scatter_(1, block[:, :3], -torch.inf)
         if aliases.numel():
             alias_of = canonical[aliases]

@@ -113,6 +113,14 @@ def step_size(f: float, label: float, alpha: float, hs: bool) -> float:
 
 
 @njit(nogil=True, cache=True, fastmath=FAST, inline="always")
+def log_loss(f: float, label: float) -> float:
+    """``-log sigmoid(f)`` for label 1, ``-log sigmoid(-f)`` for label 0: one binary decision's
+    negative log-likelihood, computed exactly (softplus), as the torch models' losses are."""
+    x = -f if label > 0.5 else f
+    return max(x, 0.0) + np.log1p(np.exp(-abs(x)))
+
+
+@njit(nogil=True, cache=True, fastmath=FAST, inline="always")
 def move_row(l1, li, table, row, g, work) -> None:
     """``work[0] += g table[row]`` with the row's old value, then ``table[row] += g l1[li]``: one
     pass over the row, which is read once for both."""
@@ -179,6 +187,7 @@ def output_steps(
     staged_depth,
     slot_of,
     local,
+    loss,
 ) -> None:
     """The output side of one example; ``work`` (1, H) must start at zero, ``rows``/``steps`` are
     scratch of at least k + 1 (negative sampling). The first ``staged_depth`` nodes of a tree path
@@ -194,27 +203,43 @@ def output_steps(
     Hogwild threads a row read in one pass and written in a later one changes hands between the
     cores twice: dots first made sg + hs slower on two threads than on one (0.6x
     gensim's words/s on two threads, 0.85x this way; on one thread 1.24x, 1.13x this way;
-    ``docs/design/word2vec-threads.md``)."""
+    ``docs/design/word2vec-threads.md``).
+
+    ``loss`` is this thread's float64 tally of the example's loss (:func:`log_loss`), or an empty
+    array when no loss is wanted: the check costs a length read, not a flag in every signature."""
+    tally = loss.shape[0] > 0
     if hs:
         start, end = path_offsets[target], path_offsets[target + 1]
         split = min(end, start + staged_depth)
         for d in range(start, split):
             slot = slot_of[path_rows[d]]
-            g = step_size(dot(l1, li, local, slot), float(path_codes[d]), alpha, True)
+            f = dot(l1, li, local, slot)
+            if tally:
+                loss[0] += log_loss(f, float(path_codes[d]))
+            g = step_size(f, float(path_codes[d]), alpha, True)
             if g != 0.0:
                 move_row(l1, li, local, slot, np.float32(g), work)
         for d in range(split, end):
-            g = step_size(dot(l1, li, syn1, path_rows[d]), float(path_codes[d]), alpha, True)
+            f = dot(l1, li, syn1, path_rows[d])
+            if tally:
+                loss[0] += log_loss(f, float(path_codes[d]))
+            g = step_size(f, float(path_codes[d]), alpha, True)
             if g != 0.0:
                 move_row(l1, li, syn1, path_rows[d], np.float32(g), work)
         return
     rows[0] = target
-    steps[0] = step_size(dot(l1, li, syn1, target), 1.0, alpha, False)
+    f = dot(l1, li, syn1, target)
+    if tally:
+        loss[0] += log_loss(f, 1.0)
+    steps[0] = step_size(f, 1.0, alpha, False)
     n = 1
     for j in range(negatives.shape[0]):
         if negatives[j] != target:
             rows[n] = negatives[j]
-            steps[n] = step_size(dot(l1, li, syn1, negatives[j]), 0.0, alpha, False)
+            f = dot(l1, li, syn1, negatives[j])
+            if tally:
+                loss[0] += log_loss(f, 0.0)
+            steps[n] = step_size(f, 0.0, alpha, False)
             n += 1
     update_rows(l1, li, syn1, rows, steps, n, work)
 
@@ -243,9 +268,13 @@ def sg_pair(
     staged_depth,
     slot_of,
     local,
+    lockf,
+    loss,
 ) -> None:
     """Skip-gram on one pair: ``syn0[source]`` predicts ``target``; ``work`` is (1, H) scratch,
-    ``rows``/``steps`` as in :func:`output_steps`."""
+    ``rows``/``steps`` as in :func:`output_steps`. The input row moves by ``lockf[source]`` times
+    its step (gensim's ``vectors_lockf``: 0 freezes a word's vector); ``loss`` as in
+    :func:`output_steps`."""
     for k in range(work.shape[1]):
         work[0, k] = 0.0
     output_steps(
@@ -265,8 +294,9 @@ def sg_pair(
         staged_depth,
         slot_of,
         local,
+        loss,
     )
-    axpy(1.0, work, 0, syn0, source)
+    axpy(lockf[source], work, 0, syn0, source)
 
 
 @njit(nogil=True, cache=True, fastmath=FAST, inline="always")
@@ -290,12 +320,15 @@ def cbow_window(
     staged_depth,
     slot_of,
     local,
+    lockf,
+    loss,
 ) -> None:
     """CBOW on one window: the mean (or sum) of ``syn0[context[:count]]`` predicts ``target``.
 
     Every context word receives the whole error of the mean (gensim's ``cbow_mean=1``) or
-    1/count of the error of the sum (``cbow_mean=0``), as word2vec.c and gensim do. ``neu1``
-    and ``work`` are (1, H) scratch, ``rows``/``steps`` as in :func:`output_steps`.
+    1/count of the error of the sum (``cbow_mean=0``), as word2vec.c and gensim do, times its
+    ``lockf`` (see :func:`sg_pair`). ``neu1`` and ``work`` are (1, H) scratch, ``rows``/``steps``
+    and ``loss`` as in :func:`output_steps`.
     """
     neu1[0, :] = 0.0
     for c in range(count):
@@ -322,28 +355,37 @@ def cbow_window(
         staged_depth,
         slot_of,
         local,
+        loss,
     )
     share = 1.0 if cbow_mean else scale
     for c in range(count):
-        axpy(share, work, 0, syn0, context[c])
+        axpy(share * lockf[context[c]], work, 0, syn0, context[c])
 
 
 @njit(nogil=True, cache=True, fastmath=FAST, inline="always")
-def sg_window_shared(syn0, syn1, context, count, target, negatives, alpha, grads, dots) -> None:
+def sg_window_shared(syn0, syn1, context, count, target, negatives, alpha, grads, dots, lockf, loss) -> None:
     """HogBatch (Ji et al. 2016) on one window: the ``count`` context words all predict
     ``target`` against ONE negative set, so the (count, k + 1) dot products form one small matrix
     product and every update is computed from the window's old values before any is applied.
 
-    ``grads`` (>= count, H) and ``dots`` (>= count, k + 1) are scratch.
+    ``grads`` (>= count, H) and ``dots`` (>= count, k + 1) are scratch; ``lockf`` and ``loss`` as
+    in :func:`sg_pair`.
     """
     k = negatives.shape[0]
+    tally = loss.shape[0] > 0
     for c in range(count):
-        dots[c, 0] = step_size(dot(syn0, context[c], syn1, target), 1.0, alpha, False)
+        f = dot(syn0, context[c], syn1, target)
+        if tally:
+            loss[0] += log_loss(f, 1.0)
+        dots[c, 0] = step_size(f, 1.0, alpha, False)
         for j in range(k):
             if negatives[j] == target:
                 dots[c, j + 1] = 0.0
             else:
-                dots[c, j + 1] = step_size(dot(syn0, context[c], syn1, negatives[j]), 0.0, alpha, False)
+                f = dot(syn0, context[c], syn1, negatives[j])
+                if tally:
+                    loss[0] += log_loss(f, 0.0)
+                dots[c, j + 1] = step_size(f, 0.0, alpha, False)
     for c in range(count):
         grads[c, :] = 0.0
         axpy(dots[c, 0], syn1, target, grads, c)
@@ -354,7 +396,7 @@ def sg_window_shared(syn0, syn1, context, count, target, negatives, alpha, grads
         for j in range(k):
             axpy(dots[c, j + 1], syn0, context[c], syn1, negatives[j])
     for c in range(count):
-        axpy(1.0, grads, c, syn0, context[c])
+        axpy(lockf[context[c]], grads, c, syn0, context[c])
 
 
 #: Examples (skip-gram pairs, CBOW windows) between two merges of a thread's staged rows
@@ -398,6 +440,8 @@ def train_sentence(
     local,
     base,
     since,
+    lockf,
+    loss,
 ) -> None:
     """Every centre of ``sentence[:n]`` in order, with word2vec's reduced window: a radius drawn
     uniformly in 1..window (``shrink``) or always ``window``; windows stop at the sentence ends.
@@ -422,7 +466,7 @@ def train_sentence(
         since[0] += count if sg else 1
         if sg and shared and not hs:
             draw_negatives(accept, alias, rng, negatives)
-            sg_window_shared(syn0, syn1, context, count, centre, negatives, alpha, grads, dots)
+            sg_window_shared(syn0, syn1, context, count, centre, negatives, alpha, grads, dots, lockf, loss)
         elif sg:
             for c in range(count):
                 if not hs:
@@ -444,6 +488,8 @@ def train_sentence(
                     staged_depth,
                     slot_of,
                     local,
+                    lockf,
+                    loss,
                 )
         else:
             if not hs:
@@ -468,6 +514,8 @@ def train_sentence(
                 staged_depth,
                 slot_of,
                 local,
+                lockf,
+                loss,
             )
 
 
@@ -507,11 +555,14 @@ def train_chunk(
     local,
     base,
     since,
+    lockf,
+    loss,
 ):
     """Train on the sentences of ``stream[start:end]`` (word ids, -1 after each sentence; a
     sentence cut by ``end`` or longer than MAX_SENTENCE is trained as pieces). Frequent words are
     dropped first, each with probability 1 - ``keep_prob[w]`` (Mikolov et al. 2013), so windows
-    reach over them. Returns (words read, words kept by the subsampling). This thread's copies of
+    reach over them; ``lockf`` (V,) scales each word's input-vector steps and ``loss`` tallies the
+    loss (:func:`sg_pair`). Returns (words read, words kept by the subsampling). This thread's copies of
     the staged rows (:func:`sync_staged`) are taken first and merged last, so the shared table
     holds every update once the chunk is done."""
     load_staged(syn1, staged, local, base)
@@ -565,6 +616,8 @@ def train_chunk(
             local,
             base,
             since,
+            lockf,
+            loss,
         )
     sync_staged(syn1, staged, local, base)
     return read, kept

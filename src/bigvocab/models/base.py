@@ -58,6 +58,9 @@ class WordModel(nn.Module):
     #: True when evaluation batches change the result, not only memory: a model that carries its
     #: state along the stream starts every one of its ``batch_size`` streams from zero.
     batch_size_shapes_results: ClassVar[bool] = False
+    #: True when what the model is trained for is not its perplexity (word2vec's word vectors):
+    #: ``bigvocab train`` then skips the exact validation and test perplexity unless asked.
+    trained_for_vectors: ClassVar[bool] = False
     #: Other names users know an option by, option -> name: ``bigvocab train`` accepts ``--NAME``
     #: as another spelling of the option's flag.
     flag_aliases: ClassVar[Mapping[str, str]] = {}

@@ -160,6 +160,7 @@ class Word2Vec(LanguageModel):
     """
 
     uses_counts = True
+    trained_for_vectors = True
     #: Buffer: each word's probability of being kept by subsampling (V,), None when ``sample=0``.
     keep_prob: Tensor | None
 

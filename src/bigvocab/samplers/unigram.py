@@ -11,10 +11,11 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from bigvocab.errors import ConfigError
 from bigvocab.registry import SAMPLERS
 from bigvocab.samplers.alias import AliasSampler, AliasTable
 from bigvocab.samplers.base import required_counts
-from bigvocab.validation import check_nonnegative_float
+from bigvocab.validation import check_finite_float
 
 
 @SAMPLERS.register("unigram")
@@ -24,7 +25,8 @@ class UnigramSampler(AliasSampler):
     Args:
         num_classes: V.
         counts: (V,) training frequencies (required).
-        power: exponent applied to the counts, >= 0.
+        power: exponent applied to the counts; a negative one favours rare classes (gensim's
+            ``ns_exponent < 0``) and needs every count positive.
         device, dtype: see :class:`~bigvocab.samplers.base.Sampler`.
     """
 
@@ -44,7 +46,9 @@ class UnigramSampler(AliasSampler):
             "the 'unigram' sampler",
             "choose a sampler that does not read them: 'uniform', 'log_uniform' or 'learned'",
         )
-        self.power = check_nonnegative_float("power", power)
+        self.power = check_finite_float("power", power)
+        if self.power < 0 and bool((frequencies <= 0).any()):
+            raise ConfigError(f"power={self.power} (negative) needs every count positive; a class has count 0")
         self.table = AliasTable(frequencies.pow(self.power), device=device)
 
     def extra_repr(self) -> str:

@@ -13,17 +13,20 @@ and gensim), so a window reaches over them; with ``unk`` set they become that to
 
 from __future__ import annotations
 
+import logging
 import mmap
 import os
 import types
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from bigvocab.errors import ConfigError, DataError
+from bigvocab.errors import ConfigError, DataError, EmptyVocabularyError
+
+logger = logging.getLogger("bigvocab.word2vec")
 
 PathLike = str | os.PathLike
 #: Words encoded per write to a stream file.
@@ -57,13 +60,18 @@ def _check_sentences(sentences: object) -> Iterable[Sequence[str]]:
 
 
 def iter_sentences(sentences: object) -> Iterator[Sequence[str]]:
-    """The sentences, each checked to be a list of words (not one string)."""
+    """The sentences. One given as a string is read as its characters, as gensim reads it, with
+    gensim's warning through ``logging`` (once): it is almost always a sentence left unsplit."""
+    warned = False
     for sentence in _check_sentences(sentences):
-        if isinstance(sentence, (str, bytes)):
-            raise ConfigError(
-                "each sentence must be a list of words, got a string; split it first "
-                f"(e.g. {str(sentence)[:30]!r}.split())"
+        if isinstance(sentence, (str, bytes)) and not warned:
+            logger.warning(
+                "Each 'sentences' item should be a list of words (usually unicode strings). First item here "
+                "is instead plain %s: its characters are taken as words; split it first (e.g. %r.split())",
+                type(sentence).__name__,
+                str(sentence)[:30],
             )
+            warned = True
         yield sentence
 
 
@@ -77,41 +85,102 @@ def iter_file(path: PathLike) -> Iterator[list[str]]:
             yield line.split()
 
 
-def scan(sentences: Iterable[Sequence[str]]) -> VocabScan:
+#: What a ``trim_rule(word, count, min_count)`` returns (gensim's ``utils.RULE_*`` values):
+#: apply ``min_count``, drop the word, or keep it whatever its count.
+RULE_DEFAULT, RULE_DISCARD, RULE_KEEP = 0, 1, 2
+
+TrimRule = Callable[[str, int, int], int]
+
+
+def keep_word(word: str, count: int, min_count: int, trim_rule: TrimRule | None = None) -> bool:
+    """Whether ``word`` stays in the vocabulary: ``trim_rule``'s verdict, or ``count >= min_count``."""
+    verdict = RULE_DEFAULT if trim_rule is None else trim_rule(word, count, min_count)
+    return verdict == RULE_KEEP or (verdict != RULE_DISCARD and count >= min_count)
+
+
+def scan(
+    sentences: Iterable[Sequence[str]], max_vocab_size: int | None = None, trim_rule: TrimRule | None = None
+) -> VocabScan:
+    """Count the words. With ``max_vocab_size``, whenever more distinct words than that have been
+    seen, those under a threshold are forgotten and the threshold rises by one (gensim's
+    ``prune_vocab``): memory stays bounded, and the counts of the words kept are lower bounds."""
     found = VocabScan()
+    threshold = 1
     for sentence in sentences:
         found.counts.update(sentence)
         found.sentences += 1
         found.words += len(sentence)
+        if max_vocab_size is not None and len(found.counts) > max_vocab_size:
+            for word, count in list(found.counts.items()):
+                if not keep_word(word, count, threshold, trim_rule):
+                    del found.counts[word]
+            threshold += 1
     return found
 
 
-def keep_words(
-    found: VocabScan, min_count: int, max_final_vocab: int | None = None, unk: str | None = None
-) -> tuple[list[str], list[int]]:
-    """Words with at least ``min_count`` occurrences by descending count (ties in order of first
-    appearance, as gensim), at most ``max_final_vocab`` of them; with ``unk``, the dropped words'
-    occurrences are counted as that token. gensim's errors for an empty or fully filtered corpus."""
+@dataclass
+class VocabPlan:
+    """The words :func:`plan_vocabulary` keeps, their counts, and gensim's report of it."""
+
+    words: list[str]
+    counts: list[int]
+    effective_min_count: int
+    drop_unique: int
+    drop_total: int
+
+    def report(self) -> dict[str, int]:
+        """gensim's ``prepare_vocab`` summary."""
+        return {
+            "drop_unique": self.drop_unique,
+            "drop_total": self.drop_total,
+            "retain_total": sum(self.counts),
+            "num_retained_words": len(self.words),
+        }
+
+
+def plan_vocabulary(
+    found: VocabScan,
+    min_count: int,
+    *,
+    max_final_vocab: int | None = None,
+    trim_rule: TrimRule | None = None,
+    unk: str | None = None,
+    sorted_vocab: bool = True,
+    null_word: bool = False,
+) -> VocabPlan:
+    """The words kept by ``trim_rule`` and ``min_count``, raised as gensim does so that at most
+    ``max_final_vocab`` words pass it (the words tied at the cut all go). ``sorted_vocab``: by
+    descending count (ties in order of first appearance, as gensim), else in order of first
+    appearance. With ``unk``, the dropped words' occurrences are counted as that token;
+    ``null_word`` appends gensim's padding word ``"\\0"`` (count 1)."""
     if not found.counts:
-        raise DataError("you must first build vocabulary before training the model: the corpus holds no words")
-    kept = [(w, c) for w, c in found.counts.items() if c >= min_count and w != unk]
-    kept.sort(key=lambda item: -item[1])
-    if max_final_vocab is not None:
-        kept = kept[:max_final_vocab]
-    if unk is not None:
-        dropped = found.words - sum(c for _, c in kept)
-        if dropped:
-            kept.append((unk, dropped))
-            kept.sort(key=lambda item: -item[1])
-    if not kept:
-        raise DataError(
-            f"you must first build vocabulary before training the model: no word occurs min_count={min_count} "
-            f"times (the most frequent occurs {max(found.counts.values())} times); lower min_count"
+        raise EmptyVocabularyError(
+            "you must first build vocabulary before training the model: the corpus holds no words"
         )
-    if len(kept) < 2:
-        raise DataError(f"the vocabulary has a single word ({kept[0][0]!r}); word2vec needs at least 2")
-    words, counts = zip(*kept)
-    return list(words), list(counts)
+    effective = min_count
+    if max_final_vocab is not None and max_final_vocab < len(found.counts):
+        ranked = sorted(found.counts.values(), reverse=True)
+        effective = max(min_count, ranked[max_final_vocab] + 1)
+    kept = [(w, c) for w, c in found.counts.items() if w != unk and keep_word(w, c, effective, trim_rule)]
+    dropped = sum(found.counts.values()) - sum(c for _, c in kept)
+    plan = VocabPlan([], [], effective, len(found.counts) - len(kept), dropped)
+    if unk is not None and dropped:
+        kept.append((unk, dropped))
+    if sorted_vocab:
+        kept.sort(key=lambda item: -item[1])
+    if null_word:
+        kept.append(("\0", 1))
+    if kept:
+        plan.words, plan.counts = (list(column) for column in zip(*kept))
+    return plan
+
+
+def check_vocabulary(words: Sequence[str]) -> None:
+    """word2vec needs two words at least (one has no negative and no tree)."""
+    if len(words) < 2:
+        raise DataError(
+            f"the vocabulary has {len(words)} word(s) ({', '.join(map(repr, words))}); word2vec needs at least 2"
+        )
 
 
 #: Id of a word that is dropped from the stream (under min_count, or unseen without ``unk``).

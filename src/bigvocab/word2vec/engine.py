@@ -28,19 +28,18 @@ epoch's end).
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.engine import HIERARCHICAL_SOFTMAX
 from bigvocab.samplers.alias import build_alias_table
 from bigvocab.word2vec.corpus import PassedPages
+from bigvocab.word2vec.progress import Progress
 
 #: Words per engine call: the learning rate is constant within one (gensim's batch_words).
 CHUNK_WORDS = 10000
@@ -67,6 +66,8 @@ class EngineArrays:
     sg: bool
     cbow_mean: bool
     window: int
+    #: (V,) float32: each word's input-vector steps are scaled by it (gensim's ``vectors_lockf``).
+    lockf: np.ndarray
 
 
 def engine_unsupported(model) -> str | None:
@@ -89,8 +90,9 @@ def _long(tensor: torch.Tensor | None) -> np.ndarray:
     return tensor.cpu().numpy().astype(np.int64) if tensor is not None else np.zeros(1, dtype=np.int64)
 
 
-def engine_arrays(model) -> EngineArrays:
-    """The model's tensors as numpy views, plus the noise table or the tree paths."""
+def engine_arrays(model, lockf: np.ndarray | None = None) -> EngineArrays:
+    """The model's tensors as numpy views, plus the noise table or the tree paths; ``lockf`` one
+    factor for every word or one per word (default 1: every vector trains)."""
     reason = engine_unsupported(model)
     if reason is not None:
         raise ConfigError(reason)
@@ -115,7 +117,17 @@ def engine_arrays(model) -> EngineArrays:
         sg=model.model_name() == "skipgram",
         cbow_mean=bool(getattr(model.config, "cbow_mean", True)),
         window=model.config.window,
+        lockf=_per_word(lockf, vocab_size),
     )
+
+
+def _per_word(lockf: np.ndarray | None, vocab_size: int) -> np.ndarray:
+    values = np.ones(1, dtype=np.float32) if lockf is None else np.asarray(lockf, dtype=np.float32).reshape(-1)
+    if values.shape[0] == 1:
+        return np.full(vocab_size, values[0], dtype=np.float32)
+    if values.shape[0] != vocab_size:
+        raise ConfigError(f"vectors_lockf must hold 1 or {vocab_size} values (one per word), got {values.shape[0]}")
+    return values
 
 
 def chunk_end(stream: np.ndarray, at: int) -> int:
@@ -166,7 +178,7 @@ def staging(arrays: EngineArrays, workers: int, shared: bool, max_rows: int = ST
 class _Scratch:
     """One thread's work buffers, and its copies of the staged rows."""
 
-    def __init__(self, arrays: EngineArrays, rng_seed: int, staged: int) -> None:
+    def __init__(self, arrays: EngineArrays, staged: int, compute_loss: bool) -> None:
         from bigvocab.kernels.word2vec import MAX_SENTENCE  # numba loads on first use, not on import
 
         size = arrays.syn0.shape[1]
@@ -180,10 +192,11 @@ class _Scratch:
         self.work = np.empty((1, size), dtype=np.float32)
         self.grads = np.empty((span, size), dtype=np.float32)
         self.dots = np.empty((span, arrays.negative + 1), dtype=np.float32)
-        self.rng = np.array([rng_seed], dtype=np.uint64)
+        self.rng = np.zeros(1, dtype=np.uint64)
         self.local = np.empty((staged, size), dtype=np.float32)
         self.base = np.empty_like(self.local)
         self.since = np.zeros(1, dtype=np.int64)
+        self.loss = np.zeros(1 if compute_loss else 0, dtype=np.float64)
 
 
 @dataclass
@@ -210,6 +223,7 @@ class _Cursor:
         self.stop = threading.Event()
         self.read = words_before
         self.kept = 0
+        self.loss = 0.0
         self.pages = PassedPages(stream)
         self._training: dict[int, int] = {}  # worker -> start of its chunk
         self._lock = threading.Lock()
@@ -225,27 +239,32 @@ class _Cursor:
             self._training[worker] = start
             return start, self.position
 
-    def done(self, worker: int, read: int, kept: int) -> None:
-        """``worker`` has trained its chunk, reading ``read`` words and keeping ``kept``."""
+    def done(self, worker: int, read: int, kept: int, loss: float) -> None:
+        """``worker`` has trained its chunk, reading ``read`` words, keeping ``kept`` and
+        tallying ``loss``."""
         with self._lock:
             self.read += read
             self.kept += kept
+            self.loss += loss
             del self._training[worker]
             self.pages.passed(min(self._training.values(), default=self.position))
 
 
 @dataclass
 class EpochResult:
-    """What :func:`train_epoch` did: words read and kept, and the cursor where it stopped (the
-    stream's length when the epoch is complete)."""
+    """What :func:`train_epoch` did: words read and kept, the cursor where it stopped (the
+    stream's length when the epoch is complete), and the summed loss (0 unless asked for)."""
 
     read: int
     kept: int
     position: int
+    loss: float = 0.0
 
 
-def _seed(seed: int, epoch: int, worker: int) -> int:
-    return (seed * 1_000_003 + epoch * 7919 + worker * 104729 + 1) % (1 << 63)
+def _seed(seed: int, epoch: int, chunk_start: int) -> int:
+    """The random state a chunk starts from: set by where the chunk starts, not by the thread that
+    takes it, so a corpus of one chunk trains the same on any number of threads."""
+    return (seed * 1_000_003 + epoch * 7919 + chunk_start * 104729 + 1) % (1 << 63)
 
 
 def train_epoch(
@@ -262,12 +281,14 @@ def train_epoch(
     chunk_words: int = CHUNK_WORDS,
     start: int = 0,
     should_stop: Callable[[], bool] | None = None,
-    bar: tqdm | None = None,
+    bar: Progress | None = None,
+    compute_loss: bool = False,
 ) -> EpochResult:
     """One pass over ``stream[start:]`` (word ids, -1 after each sentence) with ``workers``
     threads sharing one chunk cursor. ``words_before`` words of the run were read before (they
     set where the learning rate starts). Once ``should_stop()`` is true the threads finish their
-    chunks and the pass ends; the result's ``position`` is then where to resume. A
+    chunks and the pass ends; the result's ``position`` is then where to resume. ``compute_loss``:
+    the result carries the summed loss of every example trained (a float64 tally). A
     KeyboardInterrupt in the calling thread stops the threads the same way before it propagates."""
     from bigvocab.kernels.word2vec import train_chunk
 
@@ -276,9 +297,11 @@ def train_epoch(
     stage = staging(arrays, workers, shared)
 
     def work(worker: int) -> None:
-        scratch = _Scratch(arrays, _seed(seed, epoch, worker), stage.rows.shape[0])
+        scratch = _Scratch(arrays, stage.rows.shape[0], compute_loss)
         try:
             while (chunk := cursor.take(worker)) is not None:
+                scratch.rng[0] = _seed(seed, epoch, chunk[0])
+                scratch.loss[:] = 0.0
                 read, kept = train_chunk(
                     stream,
                     chunk[0],
@@ -314,8 +337,10 @@ def train_epoch(
                     scratch.local,
                     scratch.base,
                     scratch.since,
+                    arrays.lockf,
+                    scratch.loss,
                 )
-                cursor.done(worker, read, kept)
+                cursor.done(worker, read, kept, float(scratch.loss.sum()))
         except BaseException as error:  # surfaced in the calling thread
             errors.append(error)
             cursor.stop.set()  # the other threads end at their chunk's end
@@ -348,20 +373,4 @@ def train_epoch(
         raise errors[0]
     poll()
     cursor.pages.passed(cursor.position, everything=True)
-    return EpochResult(cursor.read - words_before, cursor.kept, cursor.position)
-
-
-def progress_bar(total_words: int, enabled: bool, desc: str = "word2vec", initial: int = 0) -> tqdm:
-    """A bar counted in words, which shows words/s and the ETA."""
-    return tqdm(
-        total=total_words,
-        initial=initial,
-        unit="word",
-        unit_scale=True,
-        desc=desc,
-        disable=not enabled,
-        file=sys.stderr,
-        dynamic_ncols=True,
-        mininterval=0.5,
-        leave=False,
-    )
+    return EpochResult(cursor.read - words_before, cursor.kept, cursor.position, cursor.loss)

@@ -1,7 +1,10 @@
 """``KeyedVectors``: gensim's word-vector interface over a bigvocab embedding.
 
 ``vectors`` is a numpy view of the (V, D) embedding the model trains (no copy), rows in
-``index_to_key`` order (descending frequency). Similarities, analogies and word-pair
+``index_to_key`` order. Per-key attributes (gensim's ``get_vecattr`` / ``set_vecattr``: the
+``count`` of each word, and for a hierarchical softmax its Huffman ``code`` and ``point``) are
+arrays in ``expandos``, one entry per row; ``vectors_lockf`` scales each word's training steps
+(one value for all, or one per word; 0 freezes a vector). Similarities, analogies and word-pair
 correlations reuse :mod:`bigvocab.evaluate` (cosine over unit rows, 3CosAdd, Spearman), and the
 methods keep gensim 4's names, signatures and return shapes, so code written for
 ``gensim.models.KeyedVectors`` runs unchanged.
@@ -43,6 +46,22 @@ class KeyedVectors:
         self.index_to_key = list(index_to_key)
         self.key_to_index = {key: i for i, key in enumerate(self.index_to_key)}
         self._words: WordVectors | None = None
+        self.expandos: dict[str, np.ndarray] = {}
+        self.vectors_lockf = np.ones(1, dtype=np.float32)
+
+    # ------------------------------------------------------------------ per-key attributes
+    def get_vecattr(self, key: Key, attr: str):
+        """The attribute ``attr`` (e.g. ``"count"``) of ``key``; KeyError when it has none."""
+        if attr not in self.expandos:
+            raise KeyError(f"no attribute {attr!r} is stored (stored: {', '.join(self.expandos) or 'none'})")
+        return self.expandos[attr][self.get_index(key)]
+
+    def set_vecattr(self, key: Key, attr: str, value) -> None:
+        """Set ``attr`` of ``key``; a new attribute gets one entry per key, of ``value``'s type."""
+        if attr not in self.expandos:
+            kind = np.asarray(value).dtype if np.ndim(value) == 0 else object
+            self.expandos[attr] = np.zeros(len(self), dtype=kind)
+        self.expandos[attr][self.get_index(key)] = value
 
     # ------------------------------------------------------------------ lookup
     @property
@@ -155,10 +174,42 @@ class KeyedVectors:
     def similar_by_vector(self, vector, topn: int | None = 10, restrict_vocab: int | None = None):
         return self.most_similar(positive=[np.asarray(vector)], topn=topn, restrict_vocab=restrict_vocab)
 
+    def most_similar_cosmul(self, positive=None, negative=None, topn: int | None = 10, restrict_vocab=None):
+        """3CosMul (Levy & Goldberg 2014): the keys that maximise the product of their shifted
+        cosines ``(1 + cos) / 2`` to the positive queries over that to the negative ones (plus
+        1e-6), as ``[(key, score), ...]``; the input keys are excluded, ``topn=None`` gives the
+        (V,) scores. A key stands for its unit vector; a vector is taken as given (as gensim
+        does: pass a unit vector for cosines)."""
+        if isinstance(positive, (str, int, np.integer, np.ndarray, torch.Tensor)) and negative is None:
+            positive = [positive]
+        stop = len(self) if restrict_vocab is None else min(restrict_vocab, len(self))
+        unit, used = self._unit()[:stop], set()
+
+        def shifted(query: Query) -> torch.Tensor:
+            if isinstance(query, (str, int, np.integer)):
+                index = self.get_index(query)
+                used.add(index)
+                vector = self._unit()[index]
+            else:
+                vector = torch.as_tensor(np.asarray(query), dtype=torch.float32).reshape(-1)
+            return (1 + unit @ vector) / 2
+
+        positives, negatives = [shifted(q) for q in _as_list(positive)], [shifted(q) for q in _as_list(negative)]
+        if not positives and not negatives:
+            raise ValueError("cannot compute similarity with no input")
+        ones = torch.ones(stop)
+        scores = torch.stack(positives or [ones]).prod(0) / (torch.stack(negatives or [ones]).prod(0) + 1e-6)
+        if not topn:
+            return scores.numpy()
+        for index in used:
+            if index < stop:
+                scores[index] = -torch.inf
+        values, ids = scores.topk(max(min(topn, stop - sum(i < stop for i in used)), 0))
+        return [(self.index_to_key[i], float(v)) for v, i in zip(values.tolist(), ids.tolist())]
+
     def similarity(self, w1: Key, w2: Key) -> float:
-        """Cosine similarity of two keys."""
-        unit = self._unit()
-        return float(unit[self.get_index(w1)] @ unit[self.get_index(w2)])
+        """Cosine similarity of two keys: :meth:`n_similarity` of one key each, to the bit."""
+        return self.n_similarity([w1], [w2])
 
     def distance(self, w1: Key, w2: Key) -> float:
         return 1.0 - self.similarity(w1, w2)
@@ -168,9 +219,8 @@ class KeyedVectors:
         a set is empty)."""
         if not len(ws1) or not len(ws2):
             raise ZeroDivisionError("At least one of the passed list is empty.")
-        first = torch.as_tensor(self[list(ws1)]).mean(0)
-        second = torch.as_tensor(self[list(ws2)]).mean(0)
-        return float(first @ second / (first.norm() * second.norm()).clamp_min(1e-30))
+        first, second = self[list(ws1)].mean(0), self[list(ws2)].mean(0)
+        return float(np.dot(first / np.linalg.norm(first), second / np.linalg.norm(second)))
 
     def doesnt_match(self, words: Sequence[str]) -> str:
         """The word furthest from the mean of the others' unit vectors (gensim's rule)."""
@@ -192,14 +242,19 @@ class KeyedVectors:
     ) -> tuple[float, list[dict]]:
         """``(accuracy, sections)`` as gensim: each section ``{"section", "correct", "incorrect"}``
         with the questions as upper-cased 4-tuples, and a last ``"Total accuracy"`` section.
-        3CosAdd over the ``restrict_vocab`` most frequent words (:mod:`bigvocab.evaluate.analogy`);
-        questions with an unknown word are skipped (``dummy4unknown``: counted as wrong)."""
+        ``similarity_function="most_similar"`` answers by 3CosAdd, ``"most_similar_cosmul"`` by
+        3CosMul, over the ``restrict_vocab`` most frequent words (:mod:`bigvocab.evaluate.analogy`;
+        gensim 4.4 answers by 3CosAdd whichever is named); questions with an unknown word are
+        skipped (``dummy4unknown``: counted as wrong)."""
         if not case_insensitive:
             raise ValueError("bigvocab evaluates analogies case-insensitively (case_insensitive=True)")
-        if similarity_function != "most_similar":
-            raise ValueError("bigvocab answers analogies with most_similar (3CosAdd) only")
+        methods = {"most_similar": "3cosadd", "most_similar_cosmul": "3cosmul"}
+        if similarity_function not in methods:
+            raise ValueError(f"similarity_function must be one of {', '.join(methods)}, got {similarity_function!r}")
         questions = read_analogies(analogies)
-        result = evaluate_analogies(self._evaluator(), questions, restrict_vocab=restrict_vocab)
+        result = evaluate_analogies(
+            self._evaluator(), questions, restrict_vocab=restrict_vocab, method=methods[similarity_function]
+        )
         sections, correct_all, incorrect_all = [], [], []
         for (name, items), section in zip(questions, result.sections):
             outcome = dict(zip(section.answered, section.answered_correct))
@@ -242,19 +297,64 @@ class KeyedVectors:
 
     # ------------------------------------------------------------------ files
     def save_word2vec_format(self, fname: str | os.PathLike, fvocab=None, binary: bool = False, **kwargs) -> None:
-        """word2vec's text or binary format (:mod:`bigvocab.evaluate.vectors`)."""
+        """word2vec's text or binary format (:mod:`bigvocab.evaluate.vectors`); ``fvocab``: also
+        the counts, one ``word count`` line each (word2vec.c's ``-save-vocab``)."""
         if fvocab is not None:
-            raise ValueError("fvocab= is not supported by bigvocab")
+            if "count" not in self.expandos:
+                raise DataError("fvocab= writes the word counts, and these vectors have none")
+            write_vocab(fvocab, self.index_to_key, self.expandos["count"])
         self._evaluator().save_word2vec_format(fname, binary=binary)
 
     @classmethod
     def load_word2vec_format(
         cls, fname: str | os.PathLike, fvocab=None, binary: bool = False, **kwargs
     ) -> KeyedVectors:
-        if fvocab is not None:
-            raise ValueError("fvocab= is not supported by bigvocab")
+        """Vectors from word2vec's text or binary format; ``fvocab``: their counts from a vocabulary
+        file (a word it lacks gets count 0)."""
         loaded = load_word2vec_format(fname, binary=binary)
-        return cls(loaded.words, loaded.vectors)
+        vectors = cls(loaded.words, loaded.vectors)
+        if fvocab is not None:
+            counts = read_vocab(fvocab)
+            vectors.expandos["count"] = np.array([counts.get(w, 0) for w in vectors.index_to_key], dtype=np.int64)
+        return vectors
+
+    def save(self, fname: str | os.PathLike, *args, **kwargs) -> None:
+        """gensim's own file of these vectors, which ``gensim.models.KeyedVectors.load`` and
+        :meth:`load` read (needs gensim: ``pip install 'bigvocab[interop]'``)."""
+        from bigvocab.word2vec.gensim_files import to_gensim_vectors
+
+        to_gensim_vectors(self).save(os.fspath(fname), *args, **kwargs)
+
+    @classmethod
+    def load(cls, fname: str | os.PathLike, *args, **kwargs) -> KeyedVectors:
+        """Vectors from a file of gensim's ``KeyedVectors.save`` (needs gensim)."""
+        from bigvocab.word2vec.gensim_files import from_gensim_vectors, gensim_models
+
+        return from_gensim_vectors(gensim_models().KeyedVectors.load(os.fspath(fname), *args, **kwargs), cls)
+
+
+def write_vocab(path: str | os.PathLike, words: Sequence[str], counts: Sequence[int] | np.ndarray) -> None:
+    """word2vec.c's vocabulary file: ``word count`` lines, most frequent first."""
+    from bigvocab.files import atomic_output
+
+    order = sorted(range(len(words)), key=lambda i: -int(counts[i]))
+    with atomic_output(path) as handle:
+        handle.write("".join(f"{words[i]} {int(counts[i])}\n" for i in order).encode("utf-8"))
+
+
+def read_vocab(path: str | os.PathLike) -> dict[str, int]:
+    """word -> count from a vocabulary file of ``word count`` lines."""
+    counts: dict[str, int] = {}
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for number, line in enumerate(handle, 1):
+                parts = line.split()
+                if len(parts) != 2 or not parts[1].isdigit():
+                    raise DataError(f"vocabulary file {str(path)!r} line {number}: want 'word count', got {line!r}")
+                counts[parts[0]] = int(parts[1])
+    except FileNotFoundError:
+        raise DataError(f"vocabulary file {str(path)!r} does not exist") from None
+    return counts
 
 
 def _as_list(value) -> list:

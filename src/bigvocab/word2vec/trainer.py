@@ -21,7 +21,8 @@ import torch
 
 from bigvocab.errors import ConfigError
 from bigvocab.train import PYTHON_SPELLING, TrainConfig, Trainer
-from bigvocab.word2vec.engine import Schedule, engine_arrays, engine_unsupported, progress_bar, train_epoch
+from bigvocab.word2vec.engine import Schedule, engine_arrays, engine_unsupported, train_epoch
+from bigvocab.word2vec.progress import progress_bar
 
 #: Tokens whose loss is measured after an engine epoch (the engine itself computes no loss).
 LOSS_SAMPLE_TOKENS = 20000
