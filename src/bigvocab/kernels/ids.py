@@ -14,7 +14,9 @@ at V = 10k 0.07 against 0.18 ms for torch's marks (``docs/design/distinct-ids.md
 from __future__ import annotations
 
 import numpy as np
+import torch
 from numba import njit
+from torch import Tensor
 
 _ONE = np.uint64(1)
 
@@ -29,7 +31,7 @@ def _popcount(word):
 
 
 @njit(nogil=True, cache=True)
-def distinct_sorted(ids: np.ndarray, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
+def _distinct_sorted(ids: np.ndarray, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
     """``ids`` (M,) int64 in [0, num_classes) -> (unique (U,) increasing, inverse (M,)) with
     ``unique[inverse] == ids``. An id out of range raises ``IndexError``."""
     words = np.zeros((num_classes + 63) >> 6, dtype=np.uint64)
@@ -58,3 +60,19 @@ def distinct_sorted(ids: np.ndarray, num_classes: int) -> tuple[np.ndarray, np.n
         below = (_ONE << np.uint64(class_id & 63)) - _ONE
         inverse[p] = before[class_id >> 6] + _popcount(words[class_id >> 6] & below)
     return unique, inverse
+
+
+@torch.library.custom_op("bigvocab::distinct_ids", mutates_args=())
+def distinct_sorted(ids: Tensor, num_classes: int) -> tuple[Tensor, Tensor]:
+    """``ids`` (M,) int64 CPU tensor in [0, num_classes) -> (unique (U,) increasing, inverse (M,))
+    with ``unique[inverse] == ids``, by the bitmap of :func:`_distinct_sorted`. U depends on the
+    values, so a traced graph holds it as a size known only when it runs. An id out of range
+    raises ``IndexError``."""
+    unique, inverse = _distinct_sorted(ids.contiguous().numpy(), num_classes)
+    return torch.from_numpy(unique), torch.from_numpy(inverse)
+
+
+@distinct_sorted.register_fake
+def _(ids: Tensor, num_classes: int) -> tuple[Tensor, Tensor]:
+    distinct = torch.library.get_ctx().new_dynamic_size(max=num_classes)
+    return ids.new_empty(distinct), ids.new_empty(ids.shape[0])

@@ -131,51 +131,99 @@ def _table_grad(
                 row[d] += g * h[d]
 
 
-class _PairDots(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, hidden: Tensor, table: Tensor, example: Tensor, row: Tensor) -> Tensor:
-        hidden, table = hidden.contiguous(), table.contiguous()
-        example_ids, row_ids = example.contiguous().numpy(), row.contiguous().numpy()
-        by_row = _group(row_ids, table.shape[0])
-        out = hidden.new_empty(example_ids.shape[0])
-        arrays = (hidden.numpy(), table.numpy(), *by_row, example_ids, out.numpy())
-        run_in_ranges(
-            _dots, arrays, table.shape[0], torch.get_num_threads(), work=by_row[0], work_per_item=table.shape[1]
-        )
-        ctx.save_for_backward(hidden, table)
-        ctx.pairs = example_ids, row_ids, by_row
-        return out
+@torch.library.custom_op("bigvocab::group_pairs", mutates_args=())
+def group_pairs(index: Tensor, num_groups: int) -> tuple[Tensor, Tensor]:
+    """``index`` (P,) int64 in [0, num_groups) -> (offsets (num_groups + 1,), order (P,)): the
+    pairs of group g are ``order[offsets[g]:offsets[g + 1]]``, by a counting sort."""
+    offsets, order = _group(index.contiguous().numpy(), num_groups)
+    return torch.from_numpy(offsets), torch.from_numpy(order)
 
-    @staticmethod
-    def backward(ctx, grad: Tensor):
-        hidden, table = ctx.saved_tensors
-        example, row, by_row = ctx.pairs
-        grad_values = grad.contiguous().numpy()
-        hidden_grad = table_grad = None
-        if ctx.needs_input_grad[0]:
-            hidden_grad = torch.empty_like(hidden)
-            by_example = _group(example, hidden.shape[0])
-            arrays = (grad_values, table.numpy(), row, *by_example, hidden_grad.numpy())
-            run_in_ranges(
-                _hidden_grad,
-                arrays,
-                hidden.shape[0],
-                torch.get_num_threads(),
-                work=by_example[0],
-                work_per_item=table.shape[1],
-            )
-        if ctx.needs_input_grad[1]:
-            table_grad = torch.empty_like(table)
-            arrays = (grad_values, hidden.numpy(), *by_row, example, table_grad.numpy())
-            run_in_ranges(
-                _table_grad,
-                arrays,
-                table.shape[0],
-                torch.get_num_threads(),
-                work=by_row[0],
-                work_per_item=table.shape[1],
-            )
-        return hidden_grad, table_grad, None, None
+
+@group_pairs.register_fake
+def _(index: Tensor, num_groups: int) -> tuple[Tensor, Tensor]:
+    return index.new_empty(num_groups + 1), index.new_empty(index.shape[0])
+
+
+@torch.library.custom_op("bigvocab::pair_dots", mutates_args=())
+def _pair_dots(
+    hidden: Tensor, table: Tensor, example: Tensor, row: Tensor, row_offsets: Tensor, row_order: Tensor
+) -> Tensor:
+    """(P,) scores hidden[example[p]] . table[row[p]], the pairs grouped by table row
+    (``row_offsets``, ``row_order``: :func:`group_pairs` of ``row``)."""
+    hidden, table = hidden.contiguous(), table.contiguous()
+    out = hidden.new_empty(example.shape[0])
+    offsets = row_offsets.numpy()
+    arrays = (hidden.numpy(), table.numpy(), offsets, row_order.numpy(), example.contiguous().numpy(), out.numpy())
+    run_in_ranges(_dots, arrays, table.shape[0], torch.get_num_threads(), work=offsets, work_per_item=table.shape[1])
+    return out
+
+
+@_pair_dots.register_fake
+def _(hidden: Tensor, table: Tensor, example: Tensor, row: Tensor, row_offsets: Tensor, row_order: Tensor) -> Tensor:
+    return hidden.new_empty(example.shape[0])
+
+
+@torch.library.custom_op("bigvocab::pair_dots_hidden_grad", mutates_args=())
+def _pair_dots_hidden_grad(grad: Tensor, table: Tensor, example: Tensor, row: Tensor, num_examples: int) -> Tensor:
+    """(N, H) gradient of the hidden states from the (P,) gradient of the scores: the pairs
+    grouped by example, each example's row summed once."""
+    table = table.contiguous()
+    out = table.new_empty(num_examples, table.shape[1])
+    example_ids = example.contiguous().numpy()
+    by_example = _group(example_ids, num_examples)
+    arrays = (grad.contiguous().numpy(), table.numpy(), row.contiguous().numpy(), *by_example, out.numpy())
+    run_in_ranges(
+        _hidden_grad, arrays, num_examples, torch.get_num_threads(), work=by_example[0], work_per_item=table.shape[1]
+    )
+    return out
+
+
+@_pair_dots_hidden_grad.register_fake
+def _(grad: Tensor, table: Tensor, example: Tensor, row: Tensor, num_examples: int) -> Tensor:
+    return table.new_empty(num_examples, table.shape[1])
+
+
+@torch.library.custom_op("bigvocab::pair_dots_table_grad", mutates_args=())
+def _pair_dots_table_grad(
+    grad: Tensor, hidden: Tensor, example: Tensor, row_offsets: Tensor, row_order: Tensor, num_rows: int
+) -> Tensor:
+    """(U, H) gradient of the table from the (P,) gradient of the scores, row by row."""
+    hidden = hidden.contiguous()
+    out = hidden.new_empty(num_rows, hidden.shape[1])
+    offsets = row_offsets.numpy()
+    arrays = (grad.contiguous().numpy(), hidden.numpy(), offsets, row_order.numpy(), example.contiguous().numpy())
+    run_in_ranges(
+        _table_grad,
+        (*arrays, out.numpy()),
+        num_rows,
+        torch.get_num_threads(),
+        work=offsets,
+        work_per_item=hidden.shape[1],
+    )
+    return out
+
+
+@_pair_dots_table_grad.register_fake
+def _(grad: Tensor, hidden: Tensor, example: Tensor, row_offsets: Tensor, row_order: Tensor, num_rows: int) -> Tensor:
+    return hidden.new_empty(num_rows, hidden.shape[1])
+
+
+def _save_pairs(ctx, inputs: tuple, output: Tensor) -> None:
+    hidden, table, example, row, row_offsets, row_order = inputs
+    ctx.save_for_backward(hidden, table, example, row, row_offsets, row_order)
+
+
+def _pair_dots_backward(ctx, grad: Tensor) -> tuple:
+    hidden, table, example, row, row_offsets, row_order = ctx.saved_tensors
+    hidden_grad = table_grad = None
+    if ctx.needs_input_grad[0]:
+        hidden_grad = _pair_dots_hidden_grad(grad, table, example, row, hidden.shape[0])
+    if ctx.needs_input_grad[1]:
+        table_grad = _pair_dots_table_grad(grad, hidden, example, row_offsets, row_order, table.shape[0])
+    return hidden_grad, table_grad, None, None, None, None
+
+
+_pair_dots.register_autograd(_pair_dots_backward, setup_context=_save_pairs)
 
 
 def flat_pair_dots(hidden: Tensor, table: Tensor, example: Tensor, row: Tensor) -> Tensor:
@@ -185,7 +233,8 @@ def flat_pair_dots(hidden: Tensor, table: Tensor, example: Tensor, row: Tensor) 
 
     CPU float32 or float64 tensors of one dtype; int64 pair indices.
     """
-    return _PairDots.apply(hidden, table, example, row)
+    row_offsets, row_order = group_pairs(row, table.shape[0])
+    return _pair_dots(hidden, table, example, row, row_offsets, row_order)
 
 
 def pair_dots(hidden: Tensor, table: Tensor, index: Tensor) -> Tensor:
