@@ -28,7 +28,7 @@ import torch
 from torch import Tensor, nn
 
 from bigvocab.errors import ConfigError
-from bigvocab.samplers.base import Sampler
+from bigvocab.samplers.base import Sampler, uniform_ids
 from bigvocab.validation import check_positive_int
 
 
@@ -101,7 +101,7 @@ class AliasTable(nn.Module):
     def sample(self, shape: tuple[int, ...], generator: torch.Generator | None = None) -> Tensor:
         """Ids of the given shape (int64), one uniform bucket and one coin flip each."""
         num_classes = self.probs.numel()
-        bucket = torch.randint(num_classes, shape, generator=generator, device=self.probs.device)
+        bucket = uniform_ids(num_classes, shape, generator, self.probs.device)
         coin = torch.rand(shape, generator=generator, device=self.probs.device, dtype=torch.float64)
         return torch.where(coin < _lookup(self.accept, bucket), bucket, _lookup(self.alias, bucket))
 
