@@ -18,6 +18,8 @@ import torch
 from numba import njit
 from torch import Tensor
 
+from bigvocab.kernels.library import define
+
 _ONE = np.uint64(1)
 
 
@@ -62,17 +64,19 @@ def _distinct_sorted(ids: np.ndarray, num_classes: int) -> tuple[np.ndarray, np.
     return unique, inverse
 
 
-@torch.library.custom_op("bigvocab::distinct_ids", mutates_args=())
-def distinct_sorted(ids: Tensor, num_classes: int) -> tuple[Tensor, Tensor]:
-    """``ids`` (M,) int64 CPU tensor in [0, num_classes) -> (unique (U,) increasing, inverse (M,))
-    with ``unique[inverse] == ids``, by the bitmap of :func:`_distinct_sorted`. U depends on the
-    values, so a traced graph holds it as a size known only when it runs. An id out of range
-    raises ``IndexError``."""
+def _distinct_ids(ids: Tensor, num_classes: int) -> tuple[Tensor, Tensor]:
     unique, inverse = _distinct_sorted(ids.contiguous().numpy(), num_classes)
     return torch.from_numpy(unique), torch.from_numpy(inverse)
 
 
-@distinct_sorted.register_fake
-def _(ids: Tensor, num_classes: int) -> tuple[Tensor, Tensor]:
+def _distinct_ids_fake(ids: Tensor, num_classes: int) -> tuple[Tensor, Tensor]:
     distinct = torch.library.get_ctx().new_dynamic_size(max=num_classes)
     return ids.new_empty(distinct), ids.new_empty(ids.shape[0])
+
+
+#: ``ids`` (M,) int64 CPU tensor in [0, num_classes) -> (unique (U,) increasing, inverse (M,)) with
+#: ``unique[inverse] == ids``, by the bitmap of :func:`_distinct_sorted`; an id out of range
+#: raises ``IndexError``. U depends on the values: a traced graph holds a size known only at run time.
+distinct_sorted = define(
+    "distinct_ids(Tensor ids, int num_classes) -> (Tensor, Tensor)", _distinct_ids, _distinct_ids_fake
+)

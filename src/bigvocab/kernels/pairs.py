@@ -26,6 +26,7 @@ from numba import njit
 from torch import Tensor
 
 from bigvocab.kernels.flags import FAST
+from bigvocab.kernels.library import LIBRARY, define
 from bigvocab.kernels.threads import run_in_ranges
 
 
@@ -131,26 +132,26 @@ def _table_grad(
                 row[d] += g * h[d]
 
 
-@torch.library.custom_op("bigvocab::group_pairs", mutates_args=())
-def group_pairs(index: Tensor, num_groups: int) -> tuple[Tensor, Tensor]:
-    """``index`` (P,) int64 in [0, num_groups) -> (offsets (num_groups + 1,), order (P,)): the
-    pairs of group g are ``order[offsets[g]:offsets[g + 1]]``, by a counting sort."""
+def _group_pairs(index: Tensor, num_groups: int) -> tuple[Tensor, Tensor]:
     offsets, order = _group(index.contiguous().numpy(), num_groups)
     return torch.from_numpy(offsets), torch.from_numpy(order)
 
 
-@group_pairs.register_fake
-def _(index: Tensor, num_groups: int) -> tuple[Tensor, Tensor]:
+def _group_pairs_fake(index: Tensor, num_groups: int) -> tuple[Tensor, Tensor]:
     return index.new_empty(num_groups + 1), index.new_empty(index.shape[0])
 
 
-@torch.library.custom_op("bigvocab::pair_dots", mutates_args=())
-def _pair_dots(
+#: ``index`` (P,) int64 in [0, num_groups) -> (offsets (num_groups + 1,), order (P,)): the pairs of
+#: group g are ``order[offsets[g]:offsets[g + 1]]``, by a counting sort.
+group_pairs = define("group_pairs(Tensor index, int num_groups) -> (Tensor, Tensor)", _group_pairs, _group_pairs_fake)
+
+
+def _scores(
     hidden: Tensor, table: Tensor, example: Tensor, row: Tensor, row_offsets: Tensor, row_order: Tensor
 ) -> Tensor:
-    """(P,) scores hidden[example[p]] . table[row[p]], the pairs grouped by table row
-    (``row_offsets``, ``row_order``: :func:`group_pairs` of ``row``)."""
-    hidden, table = hidden.contiguous(), table.contiguous()
+    # detach: a kernel below autograd may still be handed tensors that require grad (FX tracing
+    # of a backward), whose numpy view torch refuses; the numbers are the same.
+    hidden, table = hidden.detach().contiguous(), table.detach().contiguous()
     out = hidden.new_empty(example.shape[0])
     offsets = row_offsets.numpy()
     arrays = (hidden.numpy(), table.numpy(), offsets, row_order.numpy(), example.contiguous().numpy(), out.numpy())
@@ -158,72 +159,93 @@ def _pair_dots(
     return out
 
 
-@_pair_dots.register_fake
-def _(hidden: Tensor, table: Tensor, example: Tensor, row: Tensor, row_offsets: Tensor, row_order: Tensor) -> Tensor:
+def _scores_fake(
+    hidden: Tensor, table: Tensor, example: Tensor, row: Tensor, row_offsets: Tensor, row_order: Tensor
+) -> Tensor:
     return hidden.new_empty(example.shape[0])
 
 
-@torch.library.custom_op("bigvocab::pair_dots_hidden_grad", mutates_args=())
-def _pair_dots_hidden_grad(grad: Tensor, table: Tensor, example: Tensor, row: Tensor, num_examples: int) -> Tensor:
-    """(N, H) gradient of the hidden states from the (P,) gradient of the scores: the pairs
-    grouped by example, each example's row summed once."""
-    table = table.contiguous()
+#: (P,) scores hidden[example[p]] . table[row[p]], the pairs grouped by table row (``row_offsets``,
+#: ``row_order``: :data:`group_pairs` of ``row``); differentiable in ``hidden`` and ``table``.
+_pair_dots = define(
+    "pair_dots(Tensor hidden, Tensor table, Tensor example, Tensor row, Tensor row_offsets, Tensor row_order) -> Tensor",
+    _scores,
+    _scores_fake,
+)
+
+
+def _hidden_grad_kernel(grad: Tensor, table: Tensor, example: Tensor, row: Tensor, num_examples: int) -> Tensor:
+    table, grad = table.detach().contiguous(), grad.detach().contiguous()
     out = table.new_empty(num_examples, table.shape[1])
-    example_ids = example.contiguous().numpy()
-    by_example = _group(example_ids, num_examples)
-    arrays = (grad.contiguous().numpy(), table.numpy(), row.contiguous().numpy(), *by_example, out.numpy())
-    run_in_ranges(
-        _hidden_grad, arrays, num_examples, torch.get_num_threads(), work=by_example[0], work_per_item=table.shape[1]
-    )
+    by_example = _group(example.contiguous().numpy(), num_examples)
+    arrays = (grad.numpy(), table.numpy(), row.contiguous().numpy(), *by_example, out.numpy())
+    work = by_example[0]
+    run_in_ranges(_hidden_grad, arrays, num_examples, torch.get_num_threads(), work=work, work_per_item=table.shape[1])
     return out
 
 
-@_pair_dots_hidden_grad.register_fake
-def _(grad: Tensor, table: Tensor, example: Tensor, row: Tensor, num_examples: int) -> Tensor:
+def _hidden_grad_fake(grad: Tensor, table: Tensor, example: Tensor, row: Tensor, num_examples: int) -> Tensor:
     return table.new_empty(num_examples, table.shape[1])
 
 
-@torch.library.custom_op("bigvocab::pair_dots_table_grad", mutates_args=())
-def _pair_dots_table_grad(
+#: (N, H) gradient of the hidden states from the (P,) gradient of the scores: the pairs grouped
+#: by example, each example's sum kept in a local row.
+_pair_dots_hidden_grad = define(
+    "pair_dots_hidden_grad(Tensor grad, Tensor table, Tensor example, Tensor row, int num_examples) -> Tensor",
+    _hidden_grad_kernel,
+    _hidden_grad_fake,
+)
+
+
+def _table_grad_kernel(
     grad: Tensor, hidden: Tensor, example: Tensor, row_offsets: Tensor, row_order: Tensor, num_rows: int
 ) -> Tensor:
-    """(U, H) gradient of the table from the (P,) gradient of the scores, row by row."""
-    hidden = hidden.contiguous()
+    hidden, grad = hidden.detach().contiguous(), grad.detach().contiguous()
     out = hidden.new_empty(num_rows, hidden.shape[1])
     offsets = row_offsets.numpy()
-    arrays = (grad.contiguous().numpy(), hidden.numpy(), offsets, row_order.numpy(), example.contiguous().numpy())
-    run_in_ranges(
-        _table_grad,
-        (*arrays, out.numpy()),
-        num_rows,
-        torch.get_num_threads(),
-        work=offsets,
-        work_per_item=hidden.shape[1],
-    )
+    arrays = (grad.numpy(), hidden.numpy(), offsets, row_order.numpy(), example.contiguous().numpy())
+    threads = torch.get_num_threads()
+    run_in_ranges(_table_grad, (*arrays, out.numpy()), num_rows, threads, work=offsets, work_per_item=hidden.shape[1])
     return out
 
 
-@_pair_dots_table_grad.register_fake
-def _(grad: Tensor, hidden: Tensor, example: Tensor, row_offsets: Tensor, row_order: Tensor, num_rows: int) -> Tensor:
+def _table_grad_fake(
+    grad: Tensor, hidden: Tensor, example: Tensor, row_offsets: Tensor, row_order: Tensor, num_rows: int
+) -> Tensor:
     return hidden.new_empty(num_rows, hidden.shape[1])
 
 
-def _save_pairs(ctx, inputs: tuple, output: Tensor) -> None:
-    hidden, table, example, row, row_offsets, row_order = inputs
-    ctx.save_for_backward(hidden, table, example, row, row_offsets, row_order)
+#: (U, H) gradient of the table from the (P,) gradient of the scores, table row by table row.
+_pair_dots_table_grad = define(
+    "pair_dots_table_grad(Tensor grad, Tensor hidden, Tensor example, Tensor row_offsets, Tensor row_order, "
+    "int num_rows) -> Tensor",
+    _table_grad_kernel,
+    _table_grad_fake,
+)
 
 
-def _pair_dots_backward(ctx, grad: Tensor) -> tuple:
-    hidden, table, example, row, row_offsets, row_order = ctx.saved_tensors
-    hidden_grad = table_grad = None
-    if ctx.needs_input_grad[0]:
-        hidden_grad = _pair_dots_hidden_grad(grad, table, example, row, hidden.shape[0])
-    if ctx.needs_input_grad[1]:
-        table_grad = _pair_dots_table_grad(grad, hidden, example, row_offsets, row_order, table.shape[0])
-    return hidden_grad, table_grad, None, None, None, None
+class _PairDotsAutograd(torch.autograd.Function):
+    """``bigvocab::pair_dots``'s autograd kernel: the scores below autograd, their backward made
+    of the two gradient operators."""
+
+    @staticmethod
+    def forward(ctx, hidden, table, example, row, row_offsets, row_order):
+        ctx.save_for_backward(hidden, table, example, row, row_offsets, row_order)
+        with torch._C._AutoDispatchBelowAutograd():
+            return _pair_dots(hidden, table, example, row, row_offsets, row_order)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        hidden, table, example, row, row_offsets, row_order = ctx.saved_tensors
+        hidden_grad = table_grad = None
+        if ctx.needs_input_grad[0]:
+            hidden_grad = _pair_dots_hidden_grad(grad, table, example, row, hidden.shape[0])
+        if ctx.needs_input_grad[1]:
+            table_grad = _pair_dots_table_grad(grad, hidden, example, row_offsets, row_order, table.shape[0])
+        return hidden_grad, table_grad, None, None, None, None
 
 
-_pair_dots.register_autograd(_pair_dots_backward, setup_context=_save_pairs)
+LIBRARY.impl("pair_dots", _PairDotsAutograd.apply, "Autograd")
 
 
 def flat_pair_dots(hidden: Tensor, table: Tensor, example: Tensor, row: Tensor) -> Tensor:

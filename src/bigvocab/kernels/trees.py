@@ -29,6 +29,7 @@ from numba import njit
 from torch import Tensor
 
 from bigvocab.kernels.flags import FAST
+from bigvocab.kernels.library import define
 from bigvocab.kernels.threads import run_in_ranges
 
 _LOG2_E = np.float32(1.4426950408889634)
@@ -244,9 +245,7 @@ def binary_leaf_log_probs(
     return out
 
 
-@torch.library.custom_op("bigvocab::binary_tree_pass", mutates_args=("out",))
-def _binary_pass(logits: Tensor, softplus: Tensor, children: Tensor, out: Tensor, threads: int) -> None:
-    """:func:`_top_down` over all n rows of ``out`` (n, V), in place, on ``threads`` threads."""
+def _binary_pass_kernel(logits: Tensor, softplus: Tensor, children: Tensor, out: Tensor, threads: int) -> None:
     arrays = (logits.numpy(), softplus.numpy(), children.numpy(), out.numpy())
     # With its softplus a node weighs as 64 multiply-adds of the pair kernels, so two threads
     # take 2^18 nodes or more: they ran 1.2-1.3x faster than one at 16 rows of V = 10k (160k
@@ -256,9 +255,16 @@ def _binary_pass(logits: Tensor, softplus: Tensor, children: Tensor, out: Tensor
     run_in_ranges(_top_down, arrays, out.shape[0], threads, work_per_item=64 * children.shape[0])
 
 
-@_binary_pass.register_fake
-def _(logits: Tensor, softplus: Tensor, children: Tensor, out: Tensor, threads: int) -> None:
+def _binary_pass_fake(logits: Tensor, softplus: Tensor, children: Tensor, out: Tensor, threads: int) -> None:
     return None
+
+
+#: :func:`_top_down` over all n rows of ``out`` (n, V), written in place, on ``threads`` threads.
+_binary_pass = define(
+    "binary_tree_pass(Tensor logits, Tensor softplus, Tensor children, Tensor(a!) out, int threads) -> ()",
+    _binary_pass_kernel,
+    _binary_pass_fake,
+)
 
 
 def general_leaf_log_probs(
@@ -289,16 +295,24 @@ def general_leaf_log_probs(
     return out
 
 
-@torch.library.custom_op("bigvocab::general_tree_pass", mutates_args=("out",))
-def _general_pass(
+def _general_pass_kernel(
     logits: Tensor, children: Tensor, child_offsets: Tensor, leaf_runs: Tensor, out: Tensor, threads: int
 ) -> None:
-    """:func:`_general_top_down` over all n rows of ``out`` (n, V), in place, on ``threads`` threads."""
     arrays = (logits.numpy(), children.numpy(), child_offsets.numpy(), leaf_runs.numpy(), out.numpy())
     # An exp a logit, as the binary pass's softplus a node: the same weight for the thread split.
     run_in_ranges(_general_top_down, arrays, out.shape[0], threads, work_per_item=64 * (out.shape[1] - 1))
 
 
-@_general_pass.register_fake
-def _(logits: Tensor, children: Tensor, child_offsets: Tensor, leaf_runs: Tensor, out: Tensor, threads: int) -> None:
+def _general_pass_fake(
+    logits: Tensor, children: Tensor, child_offsets: Tensor, leaf_runs: Tensor, out: Tensor, threads: int
+) -> None:
     return None
+
+
+#: :func:`_general_top_down` over all n rows of ``out`` (n, V), written in place, on ``threads`` threads.
+_general_pass = define(
+    "general_tree_pass(Tensor logits, Tensor children, Tensor child_offsets, Tensor leaf_runs, Tensor(a!) out, "
+    "int threads) -> ()",
+    _general_pass_kernel,
+    _general_pass_fake,
+)
