@@ -245,7 +245,9 @@ class _PairDotsAutograd(torch.autograd.Function):
         return hidden_grad, table_grad, None, None, None, None
 
 
-LIBRARY.impl("pair_dots", _PairDotsAutograd.apply, "Autograd")
+# Hidden from Dynamo as the kernels are (:func:`~bigvocab.kernels.library.define`); AOTAutograd
+# still traces it, on fake tensors, into the forward and backward graphs.
+LIBRARY.impl("pair_dots", torch.compiler.disable(_PairDotsAutograd.apply), "Autograd")
 
 
 def flat_pair_dots(hidden: Tensor, table: Tensor, example: Tensor, row: Tensor) -> Tensor:
