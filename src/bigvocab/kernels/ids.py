@@ -14,7 +14,11 @@ at V = 10k 0.07 against 0.18 ms for torch's marks (``docs/design/distinct-ids.md
 from __future__ import annotations
 
 import numpy as np
+import torch
 from numba import njit
+from torch import Tensor
+
+from bigvocab.kernels.library import define
 
 _ONE = np.uint64(1)
 
@@ -29,7 +33,7 @@ def _popcount(word):
 
 
 @njit(nogil=True, cache=True)
-def distinct_sorted(ids: np.ndarray, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
+def _distinct_sorted(ids: np.ndarray, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
     """``ids`` (M,) int64 in [0, num_classes) -> (unique (U,) increasing, inverse (M,)) with
     ``unique[inverse] == ids``. An id out of range raises ``IndexError``."""
     words = np.zeros((num_classes + 63) >> 6, dtype=np.uint64)
@@ -58,3 +62,21 @@ def distinct_sorted(ids: np.ndarray, num_classes: int) -> tuple[np.ndarray, np.n
         below = (_ONE << np.uint64(class_id & 63)) - _ONE
         inverse[p] = before[class_id >> 6] + _popcount(words[class_id >> 6] & below)
     return unique, inverse
+
+
+def _distinct_ids(ids: Tensor, num_classes: int) -> tuple[Tensor, Tensor]:
+    unique, inverse = _distinct_sorted(ids.contiguous().numpy(), num_classes)
+    return torch.from_numpy(unique), torch.from_numpy(inverse)
+
+
+def _distinct_ids_fake(ids: Tensor, num_classes: int) -> tuple[Tensor, Tensor]:
+    distinct = torch.library.get_ctx().new_dynamic_size(max=num_classes)
+    return ids.new_empty(distinct), ids.new_empty(ids.shape[0])
+
+
+#: ``ids`` (M,) int64 CPU tensor in [0, num_classes) -> (unique (U,) increasing, inverse (M,)) with
+#: ``unique[inverse] == ids``, by the bitmap of :func:`_distinct_sorted`; an id out of range
+#: raises ``IndexError``. U depends on the values: a traced graph holds a size known only at run time.
+distinct_sorted = define(
+    "distinct_ids(Tensor ids, int num_classes) -> (Tensor, Tensor)", _distinct_ids, _distinct_ids_fake
+)

@@ -26,6 +26,7 @@ from numba import njit
 from torch import Tensor
 
 from bigvocab.kernels.flags import FAST
+from bigvocab.kernels.library import LIBRARY, define
 from bigvocab.kernels.threads import run_in_ranges
 
 
@@ -131,51 +132,122 @@ def _table_grad(
                 row[d] += g * h[d]
 
 
-class _PairDots(torch.autograd.Function):
+def _group_pairs(index: Tensor, num_groups: int) -> tuple[Tensor, Tensor]:
+    offsets, order = _group(index.contiguous().numpy(), num_groups)
+    return torch.from_numpy(offsets), torch.from_numpy(order)
+
+
+def _group_pairs_fake(index: Tensor, num_groups: int) -> tuple[Tensor, Tensor]:
+    return index.new_empty(num_groups + 1), index.new_empty(index.shape[0])
+
+
+#: ``index`` (P,) int64 in [0, num_groups) -> (offsets (num_groups + 1,), order (P,)): the pairs of
+#: group g are ``order[offsets[g]:offsets[g + 1]]``, by a counting sort.
+group_pairs = define("group_pairs(Tensor index, int num_groups) -> (Tensor, Tensor)", _group_pairs, _group_pairs_fake)
+
+
+def _scores(
+    hidden: Tensor, table: Tensor, example: Tensor, row: Tensor, row_offsets: Tensor, row_order: Tensor
+) -> Tensor:
+    # detach: a kernel below autograd may still be handed tensors that require grad (FX tracing
+    # of a backward), whose numpy view torch refuses; the numbers are the same.
+    hidden, table = hidden.detach().contiguous(), table.detach().contiguous()
+    out = hidden.new_empty(example.shape[0])
+    offsets = row_offsets.numpy()
+    arrays = (hidden.numpy(), table.numpy(), offsets, row_order.numpy(), example.contiguous().numpy(), out.numpy())
+    run_in_ranges(_dots, arrays, table.shape[0], torch.get_num_threads(), work=offsets, work_per_item=table.shape[1])
+    return out
+
+
+def _scores_fake(
+    hidden: Tensor, table: Tensor, example: Tensor, row: Tensor, row_offsets: Tensor, row_order: Tensor
+) -> Tensor:
+    return hidden.new_empty(example.shape[0])
+
+
+#: (P,) scores hidden[example[p]] . table[row[p]], the pairs grouped by table row (``row_offsets``,
+#: ``row_order``: :data:`group_pairs` of ``row``); differentiable in ``hidden`` and ``table``.
+_pair_dots = define(
+    "pair_dots(Tensor hidden, Tensor table, Tensor example, Tensor row, Tensor row_offsets, Tensor row_order) -> Tensor",
+    _scores,
+    _scores_fake,
+)
+
+
+def _hidden_grad_kernel(grad: Tensor, table: Tensor, example: Tensor, row: Tensor, num_examples: int) -> Tensor:
+    table, grad = table.detach().contiguous(), grad.detach().contiguous()
+    out = table.new_empty(num_examples, table.shape[1])
+    by_example = _group(example.contiguous().numpy(), num_examples)
+    arrays = (grad.numpy(), table.numpy(), row.contiguous().numpy(), *by_example, out.numpy())
+    work = by_example[0]
+    run_in_ranges(_hidden_grad, arrays, num_examples, torch.get_num_threads(), work=work, work_per_item=table.shape[1])
+    return out
+
+
+def _hidden_grad_fake(grad: Tensor, table: Tensor, example: Tensor, row: Tensor, num_examples: int) -> Tensor:
+    return table.new_empty(num_examples, table.shape[1])
+
+
+#: (N, H) gradient of the hidden states from the (P,) gradient of the scores: the pairs grouped
+#: by example, each example's sum kept in a local row.
+_pair_dots_hidden_grad = define(
+    "pair_dots_hidden_grad(Tensor grad, Tensor table, Tensor example, Tensor row, int num_examples) -> Tensor",
+    _hidden_grad_kernel,
+    _hidden_grad_fake,
+)
+
+
+def _table_grad_kernel(
+    grad: Tensor, hidden: Tensor, example: Tensor, row_offsets: Tensor, row_order: Tensor, num_rows: int
+) -> Tensor:
+    hidden, grad = hidden.detach().contiguous(), grad.detach().contiguous()
+    out = hidden.new_empty(num_rows, hidden.shape[1])
+    offsets = row_offsets.numpy()
+    arrays = (grad.numpy(), hidden.numpy(), offsets, row_order.numpy(), example.contiguous().numpy())
+    threads = torch.get_num_threads()
+    run_in_ranges(_table_grad, (*arrays, out.numpy()), num_rows, threads, work=offsets, work_per_item=hidden.shape[1])
+    return out
+
+
+def _table_grad_fake(
+    grad: Tensor, hidden: Tensor, example: Tensor, row_offsets: Tensor, row_order: Tensor, num_rows: int
+) -> Tensor:
+    return hidden.new_empty(num_rows, hidden.shape[1])
+
+
+#: (U, H) gradient of the table from the (P,) gradient of the scores, table row by table row.
+_pair_dots_table_grad = define(
+    "pair_dots_table_grad(Tensor grad, Tensor hidden, Tensor example, Tensor row_offsets, Tensor row_order, "
+    "int num_rows) -> Tensor",
+    _table_grad_kernel,
+    _table_grad_fake,
+)
+
+
+class _PairDotsAutograd(torch.autograd.Function):
+    """``bigvocab::pair_dots``'s autograd kernel: the scores below autograd, their backward made
+    of the two gradient operators."""
+
     @staticmethod
-    def forward(ctx, hidden: Tensor, table: Tensor, example: Tensor, row: Tensor) -> Tensor:
-        hidden, table = hidden.contiguous(), table.contiguous()
-        example_ids, row_ids = example.contiguous().numpy(), row.contiguous().numpy()
-        by_row = _group(row_ids, table.shape[0])
-        out = hidden.new_empty(example_ids.shape[0])
-        arrays = (hidden.numpy(), table.numpy(), *by_row, example_ids, out.numpy())
-        run_in_ranges(
-            _dots, arrays, table.shape[0], torch.get_num_threads(), work=by_row[0], work_per_item=table.shape[1]
-        )
-        ctx.save_for_backward(hidden, table)
-        ctx.pairs = example_ids, row_ids, by_row
-        return out
+    def forward(ctx, hidden, table, example, row, row_offsets, row_order):
+        ctx.save_for_backward(hidden, table, example, row, row_offsets, row_order)
+        with torch._C._AutoDispatchBelowAutograd():
+            return _pair_dots(hidden, table, example, row, row_offsets, row_order)
 
     @staticmethod
     def backward(ctx, grad: Tensor):
-        hidden, table = ctx.saved_tensors
-        example, row, by_row = ctx.pairs
-        grad_values = grad.contiguous().numpy()
+        hidden, table, example, row, row_offsets, row_order = ctx.saved_tensors
         hidden_grad = table_grad = None
         if ctx.needs_input_grad[0]:
-            hidden_grad = torch.empty_like(hidden)
-            by_example = _group(example, hidden.shape[0])
-            arrays = (grad_values, table.numpy(), row, *by_example, hidden_grad.numpy())
-            run_in_ranges(
-                _hidden_grad,
-                arrays,
-                hidden.shape[0],
-                torch.get_num_threads(),
-                work=by_example[0],
-                work_per_item=table.shape[1],
-            )
+            hidden_grad = _pair_dots_hidden_grad(grad, table, example, row, hidden.shape[0])
         if ctx.needs_input_grad[1]:
-            table_grad = torch.empty_like(table)
-            arrays = (grad_values, hidden.numpy(), *by_row, example, table_grad.numpy())
-            run_in_ranges(
-                _table_grad,
-                arrays,
-                table.shape[0],
-                torch.get_num_threads(),
-                work=by_row[0],
-                work_per_item=table.shape[1],
-            )
-        return hidden_grad, table_grad, None, None
+            table_grad = _pair_dots_table_grad(grad, hidden, example, row_offsets, row_order, table.shape[0])
+        return hidden_grad, table_grad, None, None, None, None
+
+
+# Hidden from Dynamo as the kernels are (:func:`~bigvocab.kernels.library.define`); AOTAutograd
+# still traces it, on fake tensors, into the forward and backward graphs.
+LIBRARY.impl("pair_dots", torch.compiler.disable(_PairDotsAutograd.apply), "Autograd")
 
 
 def flat_pair_dots(hidden: Tensor, table: Tensor, example: Tensor, row: Tensor) -> Tensor:
@@ -185,7 +257,8 @@ def flat_pair_dots(hidden: Tensor, table: Tensor, example: Tensor, row: Tensor) 
 
     CPU float32 or float64 tensors of one dtype; int64 pair indices.
     """
-    return _PairDots.apply(hidden, table, example, row)
+    row_offsets, row_order = group_pairs(row, table.shape[0])
+    return _pair_dots(hidden, table, example, row, row_offsets, row_order)
 
 
 def pair_dots(hidden: Tensor, table: Tensor, index: Tensor) -> Tensor:

@@ -29,6 +29,7 @@ from numba import njit
 from torch import Tensor
 
 from bigvocab.kernels.flags import FAST
+from bigvocab.kernels.library import define
 from bigvocab.kernels.threads import run_in_ranges
 
 _LOG2_E = np.float32(1.4426950408889634)
@@ -240,14 +241,30 @@ def binary_leaf_log_probs(
         # resolution there.
         buffer = softplus_scratch(logits[:, :num_nodes]) if scratch is None else scratch
         softplus = torch.ops.aten.softplus.out(logits[:, :num_nodes], 1, 40.0, out=buffer)
-    arrays = (logits.numpy(), softplus.numpy(), children.contiguous().numpy(), out.numpy())
+    _binary_pass(logits, softplus, children.contiguous(), out, threads)
+    return out
+
+
+def _binary_pass_kernel(logits: Tensor, softplus: Tensor, children: Tensor, out: Tensor, threads: int) -> None:
+    arrays = (logits.numpy(), softplus.numpy(), children.numpy(), out.numpy())
     # With its softplus a node weighs as 64 multiply-adds of the pair kernels, so two threads
     # take 2^18 nodes or more: they ran 1.2-1.3x faster than one at 16 rows of V = 10k (160k
     # nodes), 1.6-1.7x at 64, 1.8-1.9x at 4 rows of V = 1M (``docs/design/hsm-log-softmax.md``).
     # Without the softplus inside, the pass paid at 16 rows of V = 1M, not at 4
     # (``docs/design/kernel-threads.md``).
-    run_in_ranges(_top_down, arrays, n, threads, work_per_item=64 * num_nodes)
-    return out
+    run_in_ranges(_top_down, arrays, out.shape[0], threads, work_per_item=64 * children.shape[0])
+
+
+def _binary_pass_fake(logits: Tensor, softplus: Tensor, children: Tensor, out: Tensor, threads: int) -> None:
+    return None
+
+
+#: :func:`_top_down` over all n rows of ``out`` (n, V), written in place, on ``threads`` threads.
+_binary_pass = define(
+    "binary_tree_pass(Tensor logits, Tensor softplus, Tensor children, Tensor(a!) out, int threads) -> ()",
+    _binary_pass_kernel,
+    _binary_pass_fake,
+)
 
 
 def general_leaf_log_probs(
@@ -274,13 +291,28 @@ def general_leaf_log_probs(
         raise ValueError(f"{num_leaves - 1} child logits need at least that many columns, got {logits.shape[1]}")
     if out is None:
         out = logits.new_empty(logits.shape[0], num_leaves)
-    arrays = (
-        logits.numpy(),
-        children.contiguous().numpy(),
-        child_offsets.contiguous().numpy(),
-        leaf_runs.contiguous().numpy(),
-        out.numpy(),
-    )
-    # An exp a logit, as the binary pass's softplus a node: the same weight for the thread split.
-    run_in_ranges(_general_top_down, arrays, logits.shape[0], threads, work_per_item=64 * (num_leaves - 1))
+    _general_pass(logits, children.contiguous(), child_offsets.contiguous(), leaf_runs.contiguous(), out, threads)
     return out
+
+
+def _general_pass_kernel(
+    logits: Tensor, children: Tensor, child_offsets: Tensor, leaf_runs: Tensor, out: Tensor, threads: int
+) -> None:
+    arrays = (logits.numpy(), children.numpy(), child_offsets.numpy(), leaf_runs.numpy(), out.numpy())
+    # An exp a logit, as the binary pass's softplus a node: the same weight for the thread split.
+    run_in_ranges(_general_top_down, arrays, out.shape[0], threads, work_per_item=64 * (out.shape[1] - 1))
+
+
+def _general_pass_fake(
+    logits: Tensor, children: Tensor, child_offsets: Tensor, leaf_runs: Tensor, out: Tensor, threads: int
+) -> None:
+    return None
+
+
+#: :func:`_general_top_down` over all n rows of ``out`` (n, V), written in place, on ``threads`` threads.
+_general_pass = define(
+    "general_tree_pass(Tensor logits, Tensor children, Tensor child_offsets, Tensor leaf_runs, Tensor(a!) out, "
+    "int threads) -> ()",
+    _general_pass_kernel,
+    _general_pass_fake,
+)

@@ -103,12 +103,12 @@ def distinct_ids(ids: Tensor, num_classes: int) -> tuple[Tensor, Tensor]:
     from bigvocab.kernels.ids import distinct_sorted  # numba loads on first use
 
     try:
-        unique, inverse = distinct_sorted(flat.to(torch.long).contiguous().numpy(), num_classes)
+        unique, inverse = distinct_sorted(flat.to(torch.long), num_classes)
     except IndexError:
         raise IndexError(
             f"class ids must lie in [0, {num_classes}), got {int(flat.min())}..{int(flat.max())}"
         ) from None
-    return torch.from_numpy(unique), torch.from_numpy(inverse).view(ids.shape)
+    return unique, inverse.view(ids.shape)
 
 
 def marked_or_sorted_ids(ids: Tensor, num_classes: int) -> tuple[Tensor, Tensor]:

@@ -28,7 +28,7 @@ import torch
 from torch import Tensor, nn
 
 from bigvocab.errors import ConfigError
-from bigvocab.samplers.base import Sampler
+from bigvocab.samplers.base import Sampler, uniform_floats, uniform_ids
 from bigvocab.validation import check_positive_int
 
 
@@ -101,8 +101,8 @@ class AliasTable(nn.Module):
     def sample(self, shape: tuple[int, ...], generator: torch.Generator | None = None) -> Tensor:
         """Ids of the given shape (int64), one uniform bucket and one coin flip each."""
         num_classes = self.probs.numel()
-        bucket = torch.randint(num_classes, shape, generator=generator, device=self.probs.device)
-        coin = torch.rand(shape, generator=generator, device=self.probs.device, dtype=torch.float64)
+        bucket = uniform_ids(num_classes, shape, generator, self.probs.device)
+        coin = uniform_floats(shape, generator, self.probs.device)
         return torch.where(coin < _lookup(self.accept, bucket), bucket, _lookup(self.alias, bucket))
 
     def log_prob(self, ids: Tensor) -> Tensor:

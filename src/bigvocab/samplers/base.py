@@ -105,6 +105,22 @@ class Sampler(nn.Module):
         return f"num_classes={self.num_classes}"
 
 
+def uniform_ids(
+    num_classes: int, shape: tuple[int, ...], generator: torch.Generator | None, device: torch.device | str
+) -> Tensor:
+    """Ids of ``shape`` (int64) uniform in [0, num_classes): ``torch.randint``'s draws, the same
+    stream for the same generator state. Drawn by ``random_`` into an empty tensor, as
+    :func:`uniform_floats`, because ``torch.compile`` cannot trace ``randint`` with a
+    ``generator=`` argument and a size known only at run time."""
+    return torch.empty(shape, dtype=torch.long, device=device).random_(num_classes, generator=generator)
+
+
+def uniform_floats(shape: tuple[int, ...], generator: torch.Generator | None, device: torch.device | str) -> Tensor:
+    """float64 numbers of ``shape`` uniform in [0, 1): ``torch.rand``'s draws (the same stream),
+    by ``uniform_``, which ``torch.compile`` traces where ``rand(..., generator=)`` fails."""
+    return torch.empty(shape, dtype=torch.float64, device=device).uniform_(generator=generator)
+
+
 def log_expected_count(log_q: Tensor, num_draws: int, *, unique: bool) -> Tensor:
     """Log of the expected number of times each id is in a candidate set built from ``num_draws``
     independent draws from Q (``log_q`` = log Q(id), any shape); the log-Q correction of sampled

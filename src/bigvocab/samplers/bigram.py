@@ -37,7 +37,7 @@ from torch import Tensor
 
 from bigvocab.errors import ConfigError
 from bigvocab.registry import SAMPLERS
-from bigvocab.samplers.base import Sampler
+from bigvocab.samplers.base import Sampler, uniform_floats
 from bigvocab.samplers.learned import LearnedSampler, refresh_due
 from bigvocab.samplers.unigram import UnigramSampler
 from bigvocab.validation import check_nonnegative_float, check_positive_float, check_positive_int, check_probability
@@ -167,14 +167,14 @@ class BigramSampler(Sampler):
         if self.keys.numel() == 0:
             return unigram
         low, high, before, total = self._row_span(flat)
-        offset = torch.rand(shape, generator=generator, device=flat.device, dtype=torch.float64)
+        offset = uniform_floats(shape, generator, flat.device)
         position = torch.searchsorted(self.cumulative, before[:, None] + offset * total[:, None], right=True)
         position = torch.maximum(torch.minimum(position, high[:, None] - 1), low[:, None]).clamp_(
             0, self.keys.numel() - 1
         )
         bigram = self.keys[position] - flat[:, None] * self.num_classes
         weight = self._weight(total)
-        coin = torch.rand(shape, generator=generator, device=flat.device, dtype=torch.float64)
+        coin = uniform_floats(shape, generator, flat.device)
         return torch.where(coin < weight[:, None], bigram, unigram)
 
     def log_q(self, ids: Tensor, *, context: Tensor | None = None) -> Tensor:

@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from bigvocab.registry import SAMPLERS
-from bigvocab.samplers.base import Sampler
+from bigvocab.samplers.base import Sampler, uniform_floats
 from bigvocab.validation import check_positive_int
 
 
@@ -27,7 +27,7 @@ class LogUniformSampler(Sampler):
     ) -> Tensor:
         check_positive_int("num_samples", num_samples)
         # float64: at V = 1e6 float32 would merge neighbouring ids in the tail.
-        u = torch.rand(num_samples, generator=generator, device=self.device, dtype=torch.float64)
+        u = uniform_floats((num_samples,), generator, self.device)
         ids = torch.expm1(u * math.log1p(self.num_classes)).floor_().long()
         return ids.clamp_(0, self.num_classes - 1)
 

@@ -8,7 +8,7 @@ import torch
 from torch import Tensor
 
 from bigvocab.registry import SAMPLERS
-from bigvocab.samplers.base import Sampler
+from bigvocab.samplers.base import Sampler, uniform_ids
 from bigvocab.validation import check_positive_int
 
 
@@ -20,7 +20,7 @@ class UniformSampler(Sampler):
         self, num_samples: int, *, context: Tensor | None = None, generator: torch.Generator | None = None
     ) -> Tensor:
         check_positive_int("num_samples", num_samples)
-        return torch.randint(self.num_classes, (num_samples,), generator=generator, device=self.device)
+        return uniform_ids(self.num_classes, (num_samples,), generator, self.device)
 
     def log_q(self, ids: Tensor, *, context: Tensor | None = None) -> Tensor:
         return torch.full(ids.shape, -math.log(self.num_classes), device=ids.device, dtype=self.dtype)
