@@ -28,6 +28,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from bigvocab.data.xmc import distinct_labels
 from bigvocab.errors import ConfigError, DataError
 
 #: Jain et al. (2016)'s propensity parameters for most data sets (A = 0.55, B = 1.5).
@@ -87,18 +88,9 @@ def relevance(ranked: Tensor, targets: Tensor) -> Tensor:
     return torch.cat(parts) if parts else torch.zeros(ranked.shape, dtype=torch.bool)
 
 
-def _distinct_true(targets: Tensor) -> tuple[Tensor, Tensor]:
-    """Each row's labels sorted, and (N, T) bool marking each distinct true label once (a label
-    listed twice is one label; -1 is none)."""
-    ordered = targets.sort(dim=1).values
-    first = torch.ones_like(ordered, dtype=torch.bool)
-    first[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
-    return ordered, first & (ordered >= 0)
-
-
 def _distinct_true_count(targets: Tensor) -> Tensor:
     """(N,) how many distinct true labels each row holds."""
-    return _distinct_true(targets)[1].sum(1)
+    return distinct_labels(targets)[1].sum(1)
 
 
 def precision_at_k(ranked: Tensor, targets: Tensor, k: int) -> float:
@@ -138,7 +130,7 @@ def psp_at_k(ranked: Tensor, targets: Tensor, k: int, propensities: Tensor) -> f
     _check_ids("targets", targets, inverse.numel())
     gained = (relevance(ranked, targets).double() * inverse[ranked]).sum()
     # the best ranking puts the row's distinct true labels first, by decreasing 1/p
-    ordered, distinct = _distinct_true(targets)
+    ordered, distinct = distinct_labels(targets)
     weights = torch.where(distinct, inverse[ordered.clamp(min=0)], 0.0)
     best = weights.sort(dim=1, descending=True).values[:, :k].sum()
     return float(gained / best) if float(best) > 0 else 0.0
