@@ -58,11 +58,14 @@ class WordModel(nn.Module):
     #: True when evaluation batches change the result, not only memory: a model that carries its
     #: state along the stream starts every one of its ``batch_size`` streams from zero.
     batch_size_shapes_results: ClassVar[bool] = False
+    #: How ``bigvocab eval`` and a run's test measure the model: ``"perplexity"`` of a stream of
+    #: ids, or ``"retrieval"``: P@k, nDCG@k, PSP@k of its ranked labels on labelled rows.
+    evaluation: ClassVar[str] = "perplexity"
     #: Other names users know an option by, option -> name: ``bigvocab train`` accepts ``--NAME``
     #: as another spelling of the option's flag.
     flag_aliases: ClassVar[Mapping[str, str]] = {}
-    #: The input embedding, set by each subclass.
-    embedding: nn.Embedding
+    #: The input embedding, set by each subclass (a bag of them for a model whose examples are bags).
+    embedding: nn.Embedding | nn.EmbeddingBag
 
     def __init__(self, vocab_size: int, **options: Any) -> None:
         super().__init__()
@@ -130,10 +133,10 @@ class WordModel(nn.Module):
         return self.embedding.weight[: self.vocab_size].detach()
 
     def sparse_parameters(self) -> list[nn.Parameter]:
-        """Parameters whose gradients are sparse (embeddings built with ``sparse=True``), each once."""
+        """Parameters whose gradients are sparse (embeddings and bags built with ``sparse=True``), each once."""
         found: dict[int, nn.Parameter] = {}
         for module in self.modules():
-            if isinstance(module, nn.Embedding) and module.sparse:
+            if isinstance(module, nn.Embedding | nn.EmbeddingBag) and module.sparse:
                 found[id(module.weight)] = cast(nn.Parameter, module.weight)  # nn.Embedding types it a Tensor
         return list(found.values())
 
