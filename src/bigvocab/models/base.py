@@ -110,14 +110,15 @@ class WordModel(nn.Module):
 
     # ------------------------------------------------------------------ the contract
     def batches(
-        self, ids: Tensor, batch_size: int, *, train: bool, generator: torch.Generator | None = None
+        self, ids: Any, batch_size: int, *, train: bool, generator: torch.Generator | None = None
     ) -> Iterator[dict[str, Tensor]]:
-        """The model's examples cut from the 1-D stream ``ids``. ``train=False`` is deterministic
+        """The model's examples cut from its data: the 1-D stream of ids ``ids`` (a model that
+        reads other data, such as ``xmc``'s labelled rows, says so). ``train=False`` is deterministic
         and predicts every target once, in order, so the mean of ``log_prob`` is the exact
         log-likelihood. Every batch has a ``"target"`` tensor, one element per predicted token."""
         raise NotImplementedError
 
-    def num_batches(self, ids: Tensor, batch_size: int) -> int | None:
+    def num_batches(self, ids: Any, batch_size: int) -> int | None:
         """How many batches :meth:`batches` yields for ``ids`` (the same with ``train`` or not; a
         model whose training draws how many examples it makes, as word2vec's subsampling, gives
         the ``train=False`` count, which a training pass must not exceed), or None when that is

@@ -67,7 +67,7 @@ class XMCModel(LanguageModel):
         self.embedding = nn.EmbeddingBag(config.num_features, config.embedding_dim, mode="sum", sparse=config.sparse)
         self.hidden = nn.Linear(config.embedding_dim, config.hidden_dim) if config.hidden_dim else None
 
-    def batches(  # type: ignore[override]  # the data is labelled rows, not a stream of ids
+    def batches(
         self, rows: LabelledRows, batch_size: int, *, train: bool, generator: torch.Generator | None = None
     ) -> Iterator[dict[str, Tensor]]:
         """The rows that carry a label (a row without one has nothing to predict), shuffled once
@@ -78,7 +78,7 @@ class XMCModel(LanguageModel):
         ):
             yield rows.rows(labelled[chunk])
 
-    def num_batches(self, rows: LabelledRows, batch_size: int) -> int:  # type: ignore[override]
+    def num_batches(self, rows: LabelledRows, batch_size: int) -> int:
         return index_batch_count(self._labelled(rows).numel(), batch_size)
 
     def _labelled(self, rows: LabelledRows) -> Tensor:
