@@ -126,6 +126,17 @@ def read_xmc(path: str | Path) -> LabelledRows:
     )
 
 
+def write_xmc(rows: LabelledRows, path: str | Path) -> None:
+    """Write ``rows`` in the repository's sparse format (what :func:`read_xmc` reads back)."""
+    lines = [f"{len(rows)} {rows.num_features} {rows.num_labels}"]
+    offsets = rows.feature_offsets.tolist()
+    ids, values = rows.feature_ids.tolist(), rows.feature_values.tolist()
+    for n, labels in enumerate(rows.labels.tolist()):
+        pairs = " ".join(f"{ids[j]}:{values[j]:g}" for j in range(offsets[n], offsets[n + 1]))
+        lines.append(",".join(str(label) for label in labels if label >= 0) + " " + pairs)
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
 def _parse_row(
     line: str, path: Path, number: int, num_features: int, num_labels: int
 ) -> tuple[list[int], list[int], list[float]]:

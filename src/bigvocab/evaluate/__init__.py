@@ -5,6 +5,7 @@ from bigvocab.evaluate.analogy import AnalogyResult, SectionResult, evaluate_ana
 from bigvocab.evaluate.normaliser import NormaliserStats, check_has_normaliser, log_normaliser_stats
 from bigvocab.evaluate.perplexity import perplexity, perplexity_from, total_log_prob
 from bigvocab.evaluate.retrieval import (
+    evaluate_retrieval,
     jain_propensities,
     mean_reciprocal_rank,
     ndcg_at_k,
@@ -24,6 +25,7 @@ __all__ = [
     "WordVectors",
     "check_has_normaliser",
     "evaluate_analogies",
+    "evaluate_retrieval",
     "evaluate_similarity",
     "jain_propensities",
     "load_word2vec_format",

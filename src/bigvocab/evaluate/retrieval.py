@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
 
 from bigvocab.data.xmc import distinct_labels
 from bigvocab.errors import ConfigError, DataError
+from bigvocab.evaluate.perplexity import eval_batches
 
 #: Jain et al. (2016)'s propensity parameters for most data sets (A = 0.55, B = 1.5).
 JAIN_A = 0.55
@@ -158,6 +160,35 @@ def retrieval_metrics(
             metrics[f"PSP@{k}"] = psp_at_k(ranked, targets, k, propensities)
     metrics["MRR"] = mean_reciprocal_rank(ranked, targets)
     return metrics
+
+
+def ranked_predictions(model, data: Any, k: int, batch_size: int = 512) -> tuple[Tensor, Tensor]:
+    """``(ranked (N, k), targets (N, T))``: the exact top ``k`` of ``model.topk`` and the true
+    labels of every example ``model.batches(data, train=False)`` yields (for ``xmc``, the rows
+    that carry a label), in eval mode without gradients."""
+    ranked, targets = [], []
+    for batch in eval_batches(model, data, batch_size, desc="rank"):
+        ranked.append(model.topk(batch, k)[1].cpu())
+        targets.append(batch["target"].cpu())
+    if not ranked:
+        raise DataError("no examples to rank: the data give no batch for this model")
+    return torch.cat(ranked), torch.cat(targets)
+
+
+def evaluate_retrieval(
+    model,
+    data: Any,
+    *,
+    label_counts: Sequence[int],
+    num_examples: int,
+    ks: Sequence[int] = (1, 3, 5),
+    batch_size: int = 512,
+) -> dict[str, float]:
+    """:func:`retrieval_metrics` of ``model``'s ranking of ``data`` (:func:`ranked_predictions`),
+    PSP@k with :func:`jain_propensities` of the training ``label_counts`` over ``num_examples``
+    training examples."""
+    ranked, targets = ranked_predictions(model, data, max(ks), batch_size)
+    return retrieval_metrics(ranked, targets, ks, jain_propensities(label_counts, num_examples))
 
 
 def _mean(values: Tensor) -> float:
