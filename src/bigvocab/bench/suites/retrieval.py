@@ -247,9 +247,10 @@ def pecos_installed() -> bool:
 
 
 def run_retrieval(
-    config: RetrievalConfig, stream: TextIO | None = None, on_row: Callable[[dict], None] | None = None
+    config: RetrievalConfig, stream: TextIO | None = None, on_row: Callable[[dict], object] | None = None
 ) -> dict:
-    """Every row at every item count; returns the results (config, machine, task optima, rows)."""
+    """Every row at every item count; returns the results (config, machine, task optima, rows).
+    ``on_row(results)`` is called after each row with the results so far (``wall_seconds`` to then)."""
     started = time.perf_counter()
     candidates = retrieval_candidates(config.rows)
     with_pecos = (config.rows is None or any(_matches(pattern, PECOS) for pattern in config.rows)) and pecos_installed()
@@ -286,7 +287,7 @@ def run_retrieval(
                     row.status = "ok"
                 except Exception as error:  # a failing layer is a row that says why, never a gap
                     row.status, row.error = "error", f"{type(error).__name__}: {error}"
-                _finish(row, results, stream, on_row)
+                _finish(row, results, started, stream, on_row)
             if with_pecos:
                 row = RetrievalRow(items, PECOS, "pecos")
                 try:
@@ -294,18 +295,21 @@ def run_retrieval(
                     row.status = "ok"
                 except Exception as error:
                     row.status, row.error = "error", f"{type(error).__name__}: {error}"
-                _finish(row, results, stream, on_row)
+                _finish(row, results, started, stream, on_row)
     finally:
         torch.set_num_threads(threads)
     results["wall_seconds"] = time.perf_counter() - started
     return results
 
 
-def _finish(row: RetrievalRow, results: dict, stream: TextIO | None, on_row: Callable[[dict], None] | None) -> None:
+def _finish(
+    row: RetrievalRow, results: dict, started: float, stream: TextIO | None, on_row: Callable[[dict], object] | None
+) -> None:
     record = asdict(row)
     results["rows"].append(record)
+    results["wall_seconds"] = time.perf_counter() - started
     if on_row is not None:
-        on_row(record)
+        on_row(results)
     _log(stream, row_line(record))
 
 
@@ -426,22 +430,26 @@ def config_from_args(args) -> RetrievalConfig:
 
 
 def main(args) -> int:
-    """``bigvocab bench --retrieval``: run, print the table, write report.md, results.json and the plot."""
+    """``bigvocab bench --retrieval``: run, print the table, write report.md, results.json and the
+    plot (rewritten after every row)."""
     config = config_from_args(args)
     config.out.mkdir(parents=True, exist_ok=True)
-    partial = config.out / "rows.jsonl"
-    partial.write_text("")
-
-    def append(row: dict) -> None:
-        with partial.open("a") as handle:
-            handle.write(json.dumps(row) + "\n")
-
-    results = run_retrieval(config, stream=sys.stdout, on_row=append)
     flags = sys.argv[sys.argv.index("--retrieval") + 1 :] if "--retrieval" in sys.argv else []
-    markdown = report_markdown(results, " ".join(["bigvocab bench --retrieval", *flags]))
-    (config.out / "report.md").write_text(markdown)
-    (config.out / "results.json").write_text(json.dumps(results, indent=1, default=str))
-    plot = write_plot(results, config.out / "quality_vs_time.png")
+    command = " ".join(["bigvocab bench --retrieval", *flags])
+
+    def write(results: dict) -> str:
+        # after every row, so a run stopped early keeps the report of the rows it finished
+        markdown = report_markdown(results, command)
+        (config.out / "report.md").write_text(markdown)
+        (config.out / "results.json").write_text(json.dumps(results, indent=1, default=str))
+        write_plot(results, config.out / "quality_vs_time.png")
+        return markdown
+
+    results = run_retrieval(config, stream=sys.stdout, on_row=write)
+    markdown = write(results)
+    plot = config.out / "quality_vs_time.png"
     print(markdown)
-    print(f"wrote {config.out / 'report.md'}, {config.out / 'results.json'}" + (f" and {plot}" if plot else ""))
+    print(
+        f"wrote {config.out / 'report.md'}, {config.out / 'results.json'}" + (f" and {plot}" if plot.exists() else "")
+    )
     return 0
