@@ -40,7 +40,7 @@ from bigvocab.bench.harness.side_data import SideData, build_layer
 from bigvocab.data.synthetic_xmc import SyntheticXMC
 from bigvocab.data.xmc import LabelledRows
 from bigvocab.errors import ConfigError
-from bigvocab.evaluate.retrieval import jain_propensities, retrieval_metrics
+from bigvocab.evaluate.retrieval import jain_propensities, ranked_predictions, retrieval_metrics
 from bigvocab.models import XMCModel
 from bigvocab.outputs.factory import reference_output, retrieval_forms
 
@@ -119,26 +119,13 @@ def make_task(items: int, config: RetrievalConfig) -> tuple[SyntheticXMC, Labell
     return task, train, test
 
 
-def evaluate_rows(rank: Callable[[LabelledRows], Tensor], test: LabelledRows, propensities: Tensor) -> dict[str, float]:
-    """:data:`METRICS` of the ranking ``rank(test)`` ((N, TOP) label ids) against ``test``'s labels."""
-    ranked = rank(test)
-    metrics = retrieval_metrics(ranked, test.labels, ks=(1, 5, 10), propensities=propensities)
+def evaluate_rows(
+    rank: Callable[[LabelledRows], tuple[Tensor, Tensor]], test: LabelledRows, propensities: Tensor
+) -> dict[str, float]:
+    """:data:`METRICS` of ``rank(test)``: (N, TOP) ranked label ids and the (N, T) true labels."""
+    ranked, targets = rank(test)
+    metrics = retrieval_metrics(ranked, targets, ks=(1, 5, 10), propensities=propensities)
     return {name: metrics[name] for name in METRICS}
-
-
-def model_ranking(model: XMCModel, batch_size: int) -> Callable[[LabelledRows], Tensor]:
-    """The exact top :data:`TOP` labels of every row by ``model``, in eval mode."""
-
-    def rank(rows: LabelledRows) -> Tensor:
-        was_training = model.training
-        model.eval()
-        with torch.no_grad():
-            order = torch.arange(len(rows))
-            ranked = [model.topk(rows.rows(chunk), TOP)[1] for chunk in order.split(batch_size)]
-        model.train(was_training)
-        return torch.cat(ranked)
-
-    return rank
 
 
 def train_row(
@@ -172,7 +159,9 @@ def train_row(
             progress=False,
         ),
     )
-    rank = model_ranking(model, config.batch_size)
+
+    def rank(rows: LabelledRows) -> tuple[Tensor, Tensor]:
+        return ranked_predictions(model, rows, TOP, config.batch_size)
 
     def run_to(step: int) -> float:
         trainer.config = dataclasses.replace(trainer.config, max_steps=step)
@@ -222,7 +211,7 @@ def pecos_row(train: LabelledRows, test: LabelledRows, propensities: Tensor, row
     model = xlinear.XLinearModel.train(features(train), targets, threads=1)
     row.train_seconds = time.perf_counter() - start
 
-    def rank(rows: LabelledRows) -> Tensor:
+    def rank(rows: LabelledRows) -> tuple[Tensor, Tensor]:
         predicted = model.predict(features(rows), only_topk=TOP, threads=1).tocsr()
         ranked = torch.full((len(rows), TOP), -1, dtype=torch.long)
         for n in range(len(rows)):
@@ -230,7 +219,7 @@ def pecos_row(train: LabelledRows, test: LabelledRows, propensities: Tensor, row
             order = predicted.data[begin:end].argsort()[::-1]
             ids = torch.as_tensor(predicted.indices[begin:end][order].copy(), dtype=torch.long)
             ranked[n, : ids.numel()] = ids
-        return ranked
+        return ranked, rows.labels
 
     start = time.perf_counter()
     row.metrics = evaluate_rows(rank, test, propensities)
