@@ -29,7 +29,7 @@ OUTPUT_NAMES = {
     "char",
 }
 SAMPLER_NAMES = {"uniform", "unigram", "log_uniform", "learned", "bigram"}
-MODEL_NAMES = {"nnlm", "lstm", "skipgram", "cbow", "cw"}
+MODEL_NAMES = {"nnlm", "lstm", "skipgram", "cbow", "cw", "xmc"}
 SCORER_NAMES = {"linear", "cnn"}
 TREE_NAMES = {"huffman", "balanced", "random", "class", "clustered"}
 

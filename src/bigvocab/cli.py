@@ -763,6 +763,8 @@ def _summary_line(summary: dict[str, Any], skipped_why: str = "--skip-perplexity
         quality = f"test ppl {summary['test_ppl']:.2f}"
         if summary["floor_ppl"] and math.isfinite(summary["test_ppl"]):
             quality += f" (floor {summary['floor_ppl']:.2f}, x{summary['test_ppl_over_floor']:.3f})"
+    if summary.get("test_metrics"):
+        quality += ", " + ", ".join(f"{name} {value:.4f}" for name, value in summary["test_metrics"].items())
     best = summary["best_valid_ppl"]
     valid = f"best valid ppl {best:.2f} at epoch {summary['best_epoch']}" if best is not None else "not validated"
     stop = ", stopped early" if summary["stopped_early"] else ""
@@ -781,6 +783,7 @@ def run_eval(args: argparse.Namespace, extra: Sequence[str]) -> int:
         WordVectors,
         check_has_normaliser,
         evaluate_analogies,
+        evaluate_retrieval,
         evaluate_similarity,
         log_normaliser_stats,
         perplexity_from,
@@ -830,6 +833,11 @@ def run_eval(args: argparse.Namespace, extra: Sequence[str]) -> int:
             print(
                 f"{args.split} perplexity: {perplexity_from(total, count):.3f} ({count:,} targets of {spec}{streams})"
             )
+            if model.evaluation == "retrieval":
+                metrics = evaluate_retrieval(
+                    model, ids, label_counts=vocab.counts, num_examples=len(corpus.train), batch_size=batch_size
+                )
+                print(f"{args.split} " + ", ".join(f"{name} {value:.4f}" for name, value in metrics.items()))
             if args.log_normaliser:
                 stats = log_normaliser_stats(model, ids, batch_size, progress=not args.no_progress)
                 print(

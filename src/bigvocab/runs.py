@@ -31,10 +31,12 @@ from bigvocab.data.corpora import (
     portable_spec,
 )
 from bigvocab.data.vocab import Vocab
+from bigvocab.data.xmc import LabelledRows
 from bigvocab.distributed.training import DistributedTraining
 from bigvocab.errors import ConfigError, DataError
 from bigvocab.evaluate import vectors  # noqa: F401  (registers the word-vector side input)
 from bigvocab.evaluate.perplexity import perplexity
+from bigvocab.evaluate.retrieval import evaluate_retrieval
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.outputs.factory import side_input_readers
 from bigvocab.registry import MODELS, OUTPUTS, SIDE_LOADERS
@@ -94,6 +96,10 @@ def new_run(
     output_kwargs = dict(output_kwargs or {})
     check_side_inputs(model, output, output_kwargs, side, spelling)
     data = load_corpus(corpus, min_count=min_count, max_size=max_size, progress=progress)
+    accepted = model_class.declared_options()
+    model_kwargs.update(
+        {key: value for key, value in data.model_options.items() if key in accepted and key not in model_kwargs}
+    )
     meta: dict[str, Any] = {
         "model": model,
         "output": output,
@@ -295,21 +301,36 @@ def check_corpus(
         )
 
 
-def train_and_test(trainer: Trainer, test_ids: Tensor | None) -> dict[str, Any]:
+def train_and_test(trainer: Trainer, test_ids: Tensor | LabelledRows | None) -> dict[str, Any]:
     """Train to the end, then the exact perplexity on ``test_ids`` of the best checkpoint the run
     wrote (the last one when no epoch was validated, the model in memory when it keeps nothing
-    on disk). ``test_ids`` None, or a model without a distribution, gives ``test_ppl`` None.
+    on disk), and for a model evaluated by retrieval (``evaluation == "retrieval"``) its P@k,
+    nDCG@k, PSP@k, recall@k and MRR on those rows. ``test_ids`` None, or a model without a
+    distribution, gives ``test_ppl`` None.
 
-    Returns :meth:`Trainer.result` with ``test_ppl`` and ``checkpoint`` (the file evaluated).
+    Returns :meth:`Trainer.result` with ``test_ppl``, ``test_metrics`` (or None) and
+    ``checkpoint`` (the file evaluated).
     """
     result = trainer.fit()
     chosen = result["best_path"] or result["last_path"]
-    test_ppl = None
+    test_ppl, test_metrics = None, None
     try:
         if chosen is not None:
             trainer.load_model_state(load_checkpoint(chosen)["model"])
         if test_ids is not None and trainer.model.has_distribution:
             test_ppl = perplexity(trainer.model, test_ids, trainer.config.batch_size)
+        if (
+            test_ids is not None
+            and trainer.model.evaluation == "retrieval"
+            and isinstance(trainer.train_ids, LabelledRows)
+        ):
+            test_metrics = evaluate_retrieval(
+                trainer.model,
+                test_ids,
+                label_counts=trainer.train_ids.label_counts().tolist(),
+                num_examples=len(trainer.train_ids),
+                batch_size=trainer.config.batch_size,
+            )
     except KeyboardInterrupt as error:
         raise type(error)(
             f"interrupted during the test evaluation; the trained run is saved in {str(trainer.out_dir)!r}"
@@ -320,7 +341,7 @@ def train_and_test(trainer: Trainer, test_ids: Tensor | None) -> dict[str, Any]:
             "diverged; a lower learning rate usually helps)",
             stacklevel=2,
         )
-    return {**result, "test_ppl": test_ppl, "checkpoint": chosen}
+    return {**result, "test_ppl": test_ppl, "test_metrics": test_metrics, "checkpoint": chosen}
 
 
 def run_summary(trainer: Trainer, corpus: Corpus, outcome: Mapping[str, Any], seconds: float) -> dict[str, Any]:
@@ -337,6 +358,7 @@ def run_summary(trainer: Trainer, corpus: Corpus, outcome: Mapping[str, Any], se
         "perplexity_skipped": test_ppl is None and trainer.model.has_distribution,
         "floor_ppl": floor,
         "test_ppl_over_floor": test_ppl / floor if (test_ppl is not None and floor) else None,
+        "test_metrics": outcome.get("test_metrics"),
         "best_valid_ppl": outcome["best_valid_ppl"],
         "best_epoch": outcome["best_epoch"],
         "epochs_completed": outcome["epochs_completed"],

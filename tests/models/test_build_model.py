@@ -22,7 +22,7 @@ COUNTS = [40, 20, 10, 8, 5, 3, 2, 1]
 
 
 def test_registered_models():
-    assert sorted(list_models()) == ["cbow", "cw", "lstm", "nnlm", "skipgram"]
+    assert sorted(list_models()) == ["cbow", "cw", "lstm", "nnlm", "skipgram", "xmc"]
     assert all(issubclass(MODELS.get(name), WordModel) for name in list_models())
     assert [name for name in list_models() if not MODELS.get(name).has_distribution] == ["cw"]
 

@@ -10,6 +10,7 @@ import json
 import pytest
 import torch
 
+from bigvocab.data import SyntheticXMC
 from bigvocab.data.corpora import load_corpus
 from bigvocab.models import build_model
 from bigvocab.train import TrainConfig, Trainer
@@ -20,7 +21,10 @@ CASES = [
     ("skipgram", "neg", {"num_samples": 5}, {"vector_size": 8, "window": 2}),
     ("nnlm", "sampled", {"candidates": "in_batch", "frequency": "streaming"}, {"context": 2, "embedding_dim": 8}),
     ("nnlm", "sampled", {"candidates": "mixed", "num_samples": 10, "frequency": "streaming"}, {"context": 2}),
+    ("xmc", "sampled", {"candidates": "in_batch", "frequency": "streaming"}, {"num_features": 40, "embedding_dim": 8}),
 ]
+#: The labelled rows ``xmc`` trains on: a planted multi-label task.
+XMC_TASK = SyntheticXMC(100, 10, signature=2, signature_features=20, num_features=40)
 
 
 @pytest.fixture(scope="module")
@@ -28,26 +32,36 @@ def corpus():
     return load_corpus(SPEC, progress=False)
 
 
+def data_of(name: str, corpus) -> tuple:
+    """(train, valid, V, counts) of the model ``name``: labelled rows for ``xmc``, the stream otherwise."""
+    if name == "xmc":
+        train, valid = (XMC_TASK.sample(rows, torch.Generator().manual_seed(rows))[0] for rows in (600, 100))
+        return train, valid, train.num_labels, train.label_counts().tolist()
+    return corpus.train, corpus.valid, len(corpus.vocab), corpus.vocab.counts
+
+
 @pytest.mark.parametrize("name, output, output_kwargs, model_kwargs", CASES)
 def test_stop_mid_epoch_and_resume_equals_straight_run(corpus, tmp_path, name, output, output_kwargs, model_kwargs):
+    train, valid, vocab_size, counts = data_of(name, corpus)
+
     def build():
         torch.manual_seed(0)
         return build_model(
             name,
-            len(corpus.vocab),
+            vocab_size,
             output,
-            counts=corpus.vocab.counts,
+            counts=counts,
             model_kwargs=model_kwargs,
             output_kwargs=output_kwargs,
         )
 
     config = dict(epochs=2, batch_size=64, progress=False, optimizer="adam", lr=0.01, log_every=1)
     straight = build()
-    steps = Trainer(straight, corpus.train, corpus.valid, TrainConfig(**config), out_dir=tmp_path / "a").fit()["steps"]
+    steps = Trainer(straight, train, valid, TrainConfig(**config), out_dir=tmp_path / "a").fit()["steps"]
     stop = steps // 2 + 1  # inside the second epoch
-    Trainer(build(), corpus.train, corpus.valid, TrainConfig(**config, max_steps=stop), out_dir=tmp_path / "b").fit()
+    Trainer(build(), train, valid, TrainConfig(**config, max_steps=stop), out_dir=tmp_path / "b").fit()
     resumed = build()
-    Trainer.resume(tmp_path / "b", resumed, corpus.train, corpus.valid, max_steps=None).fit()
+    Trainer.resume(tmp_path / "b", resumed, train, valid, max_steps=None).fit()
     for key, value in straight.state_dict().items():
         assert torch.equal(value, resumed.state_dict()[key]), key
 

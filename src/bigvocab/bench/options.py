@@ -45,6 +45,14 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
         const="ann",
         help="approximate top-10 instead: recall and speed-up of each index kind at V = 1M (--outputs picks kinds)",
     )
+    mode.add_argument(
+        "--retrieval",
+        dest="bench_mode",
+        action="store_const",
+        const="retrieval",
+        help="P@1, P@5, recall@10, PSP@5 of the retrieval objectives against training time on a planted task "
+        "(--vocab-sizes: item counts, default 100k,1M; --outputs picks rows); PECOS beside them when installed",
+    )
     parser.set_defaults(bench_mode="quick")
     parser.add_argument(
         "--ann-weights",
@@ -131,6 +139,10 @@ def main(args: argparse.Namespace) -> int:
         from bigvocab.bench.suites.ann import main as ann_main
 
         return ann_main(args)
+    if getattr(args, "bench_mode", None) == "retrieval":
+        from bigvocab.bench.suites.retrieval import main as retrieval_main
+
+        return retrieval_main(args)
     config = config_from_args(args)
     if getattr(args, "distributed", None) is not None:
         for path in run_distributed_bench(config, args.distributed, stream=sys.stdout):

@@ -18,6 +18,8 @@ Spec kinds:
                     merged into ``<unk>``
     ``text8:PATH``  one long line (Mahoney's text8), split 90/5/5 by words as Mikolov et al. (2014)
                     split its 100M characters 90M/5M/5M
+    ``xmc:DIR``     not a stream: labelled rows of the Extreme Classification Repository, for the
+                    ``xmc`` model (:mod:`bigvocab.data.xmc_corpus`)
 Case is kept everywhere: Bengio et al. (2003) distinguished upper and lower case.
 """
 
@@ -35,6 +37,7 @@ from tqdm.auto import tqdm
 
 from bigvocab.data.synthetic import SyntheticLanguage
 from bigvocab.data.vocab import Vocab
+from bigvocab.data.xmc import LabelledRows
 from bigvocab.errors import ConfigError, DataError, UnknownNameError
 from bigvocab.registry import CORPORA, unknown_name_message
 
@@ -94,17 +97,28 @@ _SYNTHETIC_DEFAULTS = {
 class Corpus:
     """Three id streams over one vocabulary.
 
-    ``floor_perplexity`` is the true model's perplexity when it is known (synthetic language).
+    The splits are 1-D id streams, or :class:`LabelledRows` for an ``xmc:`` corpus (see
+    :meth:`stream`). ``floor_perplexity`` is the true model's perplexity when it is known (synthetic language).
     ``meta`` records the source, the word count of each split and the conventions used.
     """
 
     name: str
     vocab: Vocab
-    train: torch.Tensor
-    valid: torch.Tensor
-    test: torch.Tensor
+    train: torch.Tensor | LabelledRows
+    valid: torch.Tensor | LabelledRows
+    test: torch.Tensor | LabelledRows
     floor_perplexity: float | None = None
     meta: dict = field(default_factory=dict)
+    #: Model options the data fix, taken by a model that has them unless its caller sets them
+    #: (an ``xmc:`` corpus's ``num_features``).
+    model_options: dict = field(default_factory=dict)
+
+    def stream(self, split: str) -> torch.Tensor:
+        """The split ``split`` as a stream of ids, or a :class:`DataError` when it holds labelled rows."""
+        data = getattr(self, split)
+        if not isinstance(data, torch.Tensor):
+            raise DataError(f"the corpus {self.name!r} holds labelled rows, not a stream of words")
+        return data
 
     def __repr__(self) -> str:
         sizes = ", ".join(f"{s}={len(getattr(self, s)):,}" for s in ("train", "valid", "test"))

@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from bigvocab.data.xmc import LabelledRows
 from bigvocab.errors import DataError, NonFiniteError
 from bigvocab.validation import check_positive_int
 
@@ -29,12 +30,13 @@ def model_device(model: torch.nn.Module) -> torch.device:
     return parameter.device if parameter is not None else torch.device("cpu")
 
 
-def eval_batches(model, ids: Tensor, batch_size: int, *, progress: bool = False, desc: str = "evaluate"):
+def eval_batches(model, ids: Tensor | LabelledRows, batch_size: int, *, progress: bool = False, desc: str = "evaluate"):
     """Yield ``model.batches(ids, train=False)`` on the model's device, in eval mode (no dropout)
-    under ``torch.no_grad``; the model's training mode is restored when the generator ends."""
+    under ``torch.no_grad``; the model's training mode is restored when the generator ends.
+    ``ids`` is a 1-D stream of token ids, or the labelled rows of a model that reads them."""
     check_positive_int("batch_size", batch_size)
-    if not isinstance(ids, Tensor) or ids.dim() != 1:
-        raise DataError("ids must be a 1-D tensor of token ids")
+    if not isinstance(ids, LabelledRows) and (not isinstance(ids, Tensor) or ids.dim() != 1):
+        raise DataError("ids must be a 1-D tensor of token ids (or LabelledRows)")
     device = model_device(model)
     was_training = model.training
     model.eval()
@@ -48,7 +50,9 @@ def eval_batches(model, ids: Tensor, batch_size: int, *, progress: bool = False,
         model.train(was_training)
 
 
-def total_log_prob(model, ids: Tensor, batch_size: int = 512, *, progress: bool = False) -> tuple[float, int]:
+def total_log_prob(
+    model, ids: Tensor | LabelledRows, batch_size: int = 512, *, progress: bool = False
+) -> tuple[float, int]:
     """``(Σ log p(target), number of targets)`` over ``model.batches(ids, train=False)``.
 
     Runs through :func:`eval_batches`. The sum is accumulated in float64 so that millions of
@@ -58,23 +62,24 @@ def total_log_prob(model, ids: Tensor, batch_size: int = 512, *, progress: bool 
     count = 0
     for batch in eval_batches(model, ids, batch_size, progress=progress, desc="perplexity"):
         log_probs = model.log_prob(batch)
-        total += log_probs.double().sum()
-        count += int(log_probs.numel())
+        total += log_probs.double().sum()  # 0 at a multi-label row's -1 padding
+        count += int((batch["target"] >= 0).sum())
     if count == 0:
-        raise DataError(f"no targets to evaluate: {ids.numel()} tokens give no prediction for this model")
+        raise DataError(f"no targets to evaluate: {len(ids)} tokens or rows give no prediction for this model")
     value = float(total)
     if math.isnan(value):
         raise NonFiniteError("evaluation produced NaN log-probabilities: the model's parameters are not finite")
     return value, count
 
 
-def perplexity(model, ids: Tensor, batch_size: int = 512, progress: bool = False) -> float:
+def perplexity(model, ids: Tensor | LabelledRows, batch_size: int = 512, progress: bool = False) -> float:
     """Exact perplexity of ``model`` on the token ids ``ids`` (1-D LongTensor).
 
     Args:
         model: a :class:`bigvocab.models.base.LanguageModel` (anything with ``batches`` and
             ``log_prob``).
-        ids: (N,) token ids.
+        ids: (N,) token ids, or labelled rows (the perplexity of their labels, each positive
+            scored exactly).
         batch_size: examples per batch. For most models it bounds memory only; for a model that
             carries state along the stream (the LSTM, ``batch_size_shapes_results``) it is the
             number of parallel streams the text is cut into, each starting from a zero state, so

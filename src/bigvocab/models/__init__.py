@@ -1,4 +1,4 @@
-"""Models: importing this package registers ``nnlm``, ``lstm``, ``skipgram``, ``cbow`` and ``cw``.
+"""Models: importing this package registers ``nnlm``, ``lstm``, ``skipgram``, ``cbow``, ``cw`` and ``xmc``.
 
 :func:`build_model` sizes the output layer from the model's configuration, builds it through
 :func:`bigvocab.create_output` and hands it to the model, so any registered output layer can be
@@ -11,12 +11,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bigvocab.errors import ConfigError
-from bigvocab.models import cw, lstm, nnlm, word2vec  # noqa: F401  (registers)
+from bigvocab.models import cw, lstm, nnlm, word2vec, xmc  # noqa: F401  (registers)
 from bigvocab.models.base import LanguageModel, RankingModel, WordModel
 from bigvocab.models.cw import CWRanking
 from bigvocab.models.lstm import LSTMLM
 from bigvocab.models.nnlm import NNLM
 from bigvocab.models.word2vec import CBOW, SkipGram
+from bigvocab.models.xmc import XMCModel
 from bigvocab.outputs.factory import create_output
 from bigvocab.registry import MODELS, OUTPUTS
 
@@ -29,6 +30,7 @@ __all__ = [
     "RankingModel",
     "SkipGram",
     "WordModel",
+    "XMCModel",
     "build_model",
     "list_models",
 ]
@@ -53,7 +55,7 @@ def build_model(
     """Build the registered model ``name`` with the output layer ``output_name``.
 
     Args:
-        name: ``nnlm``, ``lstm``, ``skipgram``, ``cbow`` or ``cw``.
+        name: ``nnlm``, ``lstm``, ``skipgram``, ``cbow``, ``cw`` or ``xmc``.
         vocab_size: V.
         output_name: a registered output layer (``full``, ``hsm``, ``neg``, ...); must be None for
             ``cw``, which scores windows itself.

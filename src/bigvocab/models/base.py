@@ -61,11 +61,14 @@ class WordModel(nn.Module):
     #: True when what the model is trained for is not its perplexity (word2vec's word vectors):
     #: ``bigvocab train`` then skips the exact validation and test perplexity unless asked.
     trained_for_vectors: ClassVar[bool] = False
+    #: How ``bigvocab eval`` and a run's test measure the model: ``"perplexity"`` of a stream of
+    #: ids, or ``"retrieval"``: P@k, nDCG@k, PSP@k of its ranked labels on labelled rows.
+    evaluation: ClassVar[str] = "perplexity"
     #: Other names users know an option by, option -> name: ``bigvocab train`` accepts ``--NAME``
     #: as another spelling of the option's flag.
     flag_aliases: ClassVar[Mapping[str, str]] = {}
-    #: The input embedding, set by each subclass.
-    embedding: nn.Embedding
+    #: The input embedding, set by each subclass (a bag of them for a model whose examples are bags).
+    embedding: nn.Embedding | nn.EmbeddingBag
 
     def __init__(self, vocab_size: int, **options: Any) -> None:
         super().__init__()
@@ -110,14 +113,15 @@ class WordModel(nn.Module):
 
     # ------------------------------------------------------------------ the contract
     def batches(
-        self, ids: Tensor, batch_size: int, *, train: bool, generator: torch.Generator | None = None
+        self, ids: Any, batch_size: int, *, train: bool, generator: torch.Generator | None = None
     ) -> Iterator[dict[str, Tensor]]:
-        """The model's examples cut from the 1-D stream ``ids``. ``train=False`` is deterministic
+        """The model's examples cut from its data: the 1-D stream of ids ``ids`` (a model that
+        reads other data, such as ``xmc``'s labelled rows, says so). ``train=False`` is deterministic
         and predicts every target once, in order, so the mean of ``log_prob`` is the exact
         log-likelihood. Every batch has a ``"target"`` tensor, one element per predicted token."""
         raise NotImplementedError
 
-    def num_batches(self, ids: Tensor, batch_size: int) -> int | None:
+    def num_batches(self, ids: Any, batch_size: int) -> int | None:
         """How many batches :meth:`batches` yields for ``ids`` (the same with ``train`` or not; a
         model whose training draws how many examples it makes, as word2vec's subsampling, gives
         the ``train=False`` count, which a training pass must not exceed), or None when that is
@@ -133,10 +137,10 @@ class WordModel(nn.Module):
         return self.embedding.weight[: self.vocab_size].detach()
 
     def sparse_parameters(self) -> list[nn.Parameter]:
-        """Parameters whose gradients are sparse (embeddings built with ``sparse=True``), each once."""
+        """Parameters whose gradients are sparse (embeddings and bags built with ``sparse=True``), each once."""
         found: dict[int, nn.Parameter] = {}
         for module in self.modules():
-            if isinstance(module, nn.Embedding) and module.sparse:
+            if isinstance(module, nn.Embedding | nn.EmbeddingBag) and module.sparse:
                 found[id(module.weight)] = cast(nn.Parameter, module.weight)  # nn.Embedding types it a Tensor
         return list(found.values())
 

@@ -77,6 +77,8 @@ class AdaptiveSoftmax(OutputLayer):
         device, dtype: where the parameters are created.
     """
 
+    retrieval_variants = {"": {}}
+
     topk_by_search = True
 
     def __init__(

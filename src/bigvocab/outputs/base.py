@@ -80,6 +80,10 @@ class OutputLayer(nn.Module):
     #: gives each its own row and the contract suite tests each. Empty: the defaults are the one form.
     variants: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
 
+    #: The forms ``bigvocab bench --retrieval`` trains by default (label -> constructor options;
+    #: the label "" is the layer's own name). Empty: the layer runs there only when asked for.
+    retrieval_variants: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
+
     #: The word2vec update that the compiled engine runs for this layer, ``"neg"`` or ``"hs"``, or
     #: None (see :mod:`bigvocab.outputs.engine`); such a layer also writes ``engine_unsupported``
     #: and ``_engine_tables``.

@@ -61,6 +61,8 @@ class BinaryCrossEntropy(LogisticOutput):
     ``loss(..., negatives=ids)`` adds hard negatives per example.
     """
 
+    retrieval_variants = {"": {}}
+
     positives_averaged = False
     default_num_samples = 1024
 

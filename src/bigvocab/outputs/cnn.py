@@ -36,6 +36,8 @@ class CNNSoftmax(SampledSoftmax):
             (:class:`~bigvocab.outputs.scorers.cnn.CNNScorer`).
     """
 
+    retrieval_variants = {}  # its CharCNN scores spellings, which labelled rows do not have
+
     def __init__(
         self,
         in_features: int,

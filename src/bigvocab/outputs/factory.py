@@ -84,6 +84,16 @@ def output_variants() -> list[tuple[str, str, dict[str, Any]]]:
     return forms
 
 
+def retrieval_forms() -> list[tuple[str, str, dict[str, Any]]]:
+    """``(label, name, options)`` of each form a registered layer declares for retrieval
+    (``retrieval_variants``), registration order: ``("sampled[in_batch]", "sampled", {...})``."""
+    return [
+        (f"{name}[{label}]" if label else name, name, dict(options))
+        for name in OUTPUTS.names()
+        for label, options in OUTPUTS.get(name).retrieval_variants.items()
+    ]
+
+
 def side_input_readers(kind: str) -> list[str]:
     """Labels of the forms (:func:`output_variants`) that read the side input ``kind``."""
     return [label for label, name, options in output_variants() if kind in OUTPUTS.get(name).side_inputs(options)]

@@ -28,6 +28,8 @@ class FullSoftmax(ScoredOutput):
     ``max_chunk_elements``, ``device``, ``dtype`` and the scorer's options).
     """
 
+    retrieval_variants = {"": {}}
+
     reference = True
 
     def _loss(self, hidden: Tensor, target: Tensor, context: Tensor | None) -> Tensor:

@@ -130,6 +130,7 @@ class HierarchicalSoftmax(OutputLayer):
     sparse_grad = True
     topk_by_search = True
     variants = {kind: {"tree": kind} for kind in TREES.names()}
+    retrieval_variants = {"huffman": {"tree": "huffman"}}
     engine_kind = HIERARCHICAL_SOFTMAX
 
     # The tree's buffers (registered by _set_tree): the canonical arrays, then the derived tables.

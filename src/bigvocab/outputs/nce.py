@@ -62,6 +62,8 @@ class NoiseContrastiveEstimation(SamplingOutput):
     distribution takes many steps to recover from it.
     """
 
+    retrieval_variants = {"": {}}
+
     def __init__(
         self,
         in_features: int,

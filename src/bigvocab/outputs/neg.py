@@ -63,6 +63,7 @@ class NegativeSampling(LogisticOutput):
     # word2vec draws negatives per pair; a language model can share them across the batch
     # (Jozefowicz et al. 2016), which turns N x k gathered rows into k.
     variants = {"per-example": {}, "shared": {"shared": True}}
+    retrieval_variants = {"": {}}
     engine_kind = NEGATIVE_SAMPLING
     flag_aliases = {"num_samples": "negative"}  # gensim's name
 

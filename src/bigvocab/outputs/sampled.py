@@ -59,6 +59,16 @@ class SampledSoftmax(CandidateOutput):
     ``loss(..., negatives=ids)`` adds hard negatives per example (certain candidates, log m = 0).
     """
 
+    #: With and without the log-Q correction, over sampled, in-batch (Yi et al. 2019's streaming
+    #: frequency) and mixed candidates (Yang et al. 2020).
+    retrieval_variants = {
+        "logQ": {},
+        "no-logQ": {"correction": False},
+        "in_batch": {"candidates": "in_batch", "frequency": "streaming"},
+        "in_batch-no-logQ": {"candidates": "in_batch", "correction": False},
+        "mixed": {"candidates": "mixed", "frequency": "streaming"},
+    }
+
     #: k when ``num_samples`` is None (at most V - 1).
     default_num_samples = 1024
 

@@ -34,6 +34,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from bigvocab.checkpoint import load_checkpoint, save_checkpoint
+from bigvocab.data.xmc import LabelledRows
 from bigvocab.distributed.training import DistributedTraining
 from bigvocab.errors import CheckpointError, ConfigError, DataError, NonFiniteError, TrainingInterrupted
 from bigvocab.evaluate.perplexity import batch_to, perplexity
@@ -61,19 +62,24 @@ class DivergenceWarning(UserWarning):
     """The training loss grew far past where it started, or validation perplexity became infinite."""
 
 
+#: What a model trains on: a stream of token ids, or labelled rows (the ``xmc`` model's examples).
+TrainingData = Tensor | LabelledRows
+
+
 @overload
-def _check_ids(name: str, ids: Tensor | None, *, required: Literal[True]) -> Tensor: ...
+def _check_ids(name: str, ids: TrainingData | None, *, required: Literal[True]) -> TrainingData: ...
 @overload
-def _check_ids(name: str, ids: Tensor | None, *, required: Literal[False]) -> Tensor | None: ...
-def _check_ids(name: str, ids: Tensor | None, *, required: bool) -> Tensor | None:
-    """``ids`` checked to be a 1-D LongTensor; an absent or empty optional split becomes None."""
+def _check_ids(name: str, ids: TrainingData | None, *, required: Literal[False]) -> TrainingData | None: ...
+def _check_ids(name: str, ids: TrainingData | None, *, required: bool) -> TrainingData | None:
+    """``ids`` checked to be a 1-D LongTensor or :class:`LabelledRows`; an absent or empty
+    optional split becomes None."""
     if ids is None:
         if required:
             raise DataError(f"{name} is required")
         return None
-    if not isinstance(ids, Tensor) or ids.dim() != 1 or ids.dtype != torch.long:
-        raise DataError(f"{name} must be a 1-D LongTensor of token ids")
-    if ids.numel() == 0:
+    if not isinstance(ids, LabelledRows) and (not isinstance(ids, Tensor) or ids.dim() != 1 or ids.dtype != torch.long):
+        raise DataError(f"{name} must be a 1-D LongTensor of token ids or LabelledRows")
+    if len(ids) == 0:
         if required:
             raise DataError(f"{name} is empty")
         return None
@@ -99,8 +105,9 @@ class Trainer:
     Args:
         model: a :class:`bigvocab.models.base.WordModel` (``batches``, ``loss``, ``sparse_parameters``,
             ``has_distribution``; ``log_prob`` when it has a distribution).
-        train_ids: (N,) token ids of the training split.
-        valid_ids: (M,) token ids for validation perplexity, or None (then there is no best.pt,
+        train_ids: (N,) token ids of the training split, or the :class:`LabelledRows` of a model
+            that reads them (``xmc``).
+        valid_ids: (M,) token ids (or labelled rows) for validation perplexity, or None (then there is no best.pt,
             no early stopping, and the plateau schedule is refused).
         config: a :class:`TrainConfig`.
         out_dir: where ``last.pt``, ``best.pt``, ``metrics.jsonl`` and ``config.json`` go; None
@@ -119,8 +126,8 @@ class Trainer:
     def __init__(
         self,
         model: WordModel,
-        train_ids: Tensor,
-        valid_ids: Tensor | None = None,
+        train_ids: TrainingData,
+        valid_ids: TrainingData | None = None,
         config: TrainConfig | None = None,
         out_dir: PathLike | None = None,
         meta: dict[str, Any] | None = None,
@@ -135,8 +142,12 @@ class Trainer:
         self.device = resolve_device(self.config.device)
         self.train_ids = _check_ids("train_ids", train_ids, required=True)
         self.valid_ids = _check_ids("valid_ids", valid_ids, required=False)
+        if self.config.curriculum is not None and isinstance(self.train_ids, LabelledRows):
+            raise ConfigError("curriculum orders a stream of words; labelled rows have none")
         self.curriculum = (
-            Curriculum(self.config.curriculum, self.config.curriculum_epochs, self.train_ids, sentence_end)
+            Curriculum(
+                self.config.curriculum, self.config.curriculum_epochs, cast(Tensor, self.train_ids), sentence_end
+            )
             if self.config.curriculum is not None
             else None
         )
@@ -206,8 +217,8 @@ class Trainer:
         cls,
         out_dir: PathLike,
         model: WordModel,
-        train_ids: Tensor,
-        valid_ids: Tensor | None = None,
+        train_ids: TrainingData,
+        valid_ids: TrainingData | None = None,
         *,
         checkpoint: dict[str, Any] | None = None,
         distributed: DistributedTraining | None = None,
@@ -308,7 +319,7 @@ class Trainer:
         else:
             self.distributed.load_model_state(self.model, state)
 
-    def evaluate(self, ids: Tensor) -> float:
+    def evaluate(self, ids: TrainingData) -> float:
         """Exact perplexity of the current model on ``ids`` (under model averaging, of the ranks'
         consensus, the same on every rank; every rank calls it then)."""
         if self.distributed is None or self.distributed.averaging is None:
@@ -474,7 +485,7 @@ class Trainer:
 
     def _no_batches_message(self) -> str:
         return (
-            f"the training ids ({self.train_ids.numel()} tokens) give no batch for this model; "
+            f"the training data ({len(self.train_ids)} tokens or rows) give no batch for this model; "
             "the corpus is too short for its context"
         )
 
@@ -533,11 +544,11 @@ class Trainer:
             raise DataError(self._no_batches_message())
         return True
 
-    def _epoch_ids(self, epoch: int) -> Tensor:
+    def _epoch_ids(self, epoch: int) -> TrainingData:
         """The training ids of ``epoch``: all of them, or the curriculum's part."""
         return self.curriculum.epoch_ids(epoch) if self.curriculum is not None else self.train_ids
 
-    def _batches(self, epoch: int, ids: Tensor | None = None) -> Iterator[dict[str, Any]]:
+    def _batches(self, epoch: int, ids: TrainingData | None = None) -> Iterator[dict[str, Any]]:
         """The batches of ``epoch`` this process steps on (every P-th when data parallel)."""
         ids = self._epoch_ids(epoch) if ids is None else ids
         batches = iter(
@@ -558,7 +569,7 @@ class Trainer:
 
     def _train_step(self, batch: dict[str, Any]) -> tuple[float, int]:
         batch = batch_to(batch, self.device)
-        targets = int(batch["target"].numel())
+        targets = int((batch["target"] >= 0).sum())  # -1 pads multi-label rows
         lr = self._lr_schedule.at_step(self.step)
         for optimizer in self.optimizers:
             for group in optimizer.param_groups:

@@ -49,6 +49,8 @@ def engine_applies(model, config: TrainConfig) -> str | None:
 class EngineTrainer(Trainer):
     """A Trainer whose epochs are engine passes; set :attr:`workers` and :attr:`sentence_end`."""
 
+    #: The engine trains word models on a stream of ids, never on labelled rows.
+    train_ids: torch.Tensor
     #: Hogwild! threads.
     workers: int = 1
     #: The id that ends a sentence in the training ids (becomes the engine's -1), or None.

@@ -89,7 +89,8 @@ def run_quality_task(
     done = done or {}
     corpus = load_corpus(task.spec, progress=False)
     side = corpus_side_data(corpus, seed=config.seed)
-    train_ids = corpus.train if task.train_tokens is None else corpus.train[: task.train_tokens]
+    stream = corpus.stream("train")
+    train_ids = stream if task.train_tokens is None else stream[: task.train_tokens]
     rows = []
     threads = torch.get_num_threads()
     for candidate in candidates:

@@ -52,7 +52,7 @@ def brown_sentences(brown: Path) -> list[list[str]]:
     words, eos = corpus.vocab.words, corpus.vocab.index("</s>")
     sentences: list[list[str]] = []
     current: list[str] = []
-    for i in corpus.train.tolist():
+    for i in corpus.stream("train").tolist():
         if i == eos:
             if current:
                 sentences.append(current)

@@ -1,0 +1,444 @@
+"""``bigvocab bench --retrieval``: P@1, P@5, recall@10 and PSP@5 of every retrieval objective
+against training time, on a planted task whose optimum is known.
+
+The task is :class:`~bigvocab.data.synthetic_xmc.SyntheticXMC` at each item count (labels dealt
+into groups of ``group_size``, Zipfian popularity), so every row is also read against the
+Bayes-optimal P@k no model can beat. Each row trains the same ``xmc`` bag-of-features encoder
+(:class:`~bigvocab.models.xmc.XMCModel`) from the same seed on the same rows, with one output
+layer in one of the forms it declares for retrieval (``retrieval_variants``: the exact softmax,
+sampled softmax with and without the log-Q correction over sampled, in-batch and mixed
+candidates, NCE, negative sampling, one-vs-all logistic, trees, adaptive), for the same number of
+steps (``steps``), and is evaluated by exact top-10 on the held-out rows at the same ``checkpoints``
+(fractions of the steps); a row whose training time passes ``budget_seconds`` stops at the
+checkpoint where it does and says so, and every row is also compared with the reference layer at
+the reference's last checkpoint, i.e. after the same number of steps.
+Evaluation is not counted as training time. When ``libpecos`` is installed (``pip install
+'bigvocab[pecos]'``), PECOS's XR-Linear (Yu et al. 2022, "PECOS: Prediction for Enormous and
+Correlated Output Spaces", JMLR) is trained on the same rows, one thread, as a row beside them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import importlib
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import torch
+from torch import Tensor
+
+from bigvocab.bench.harness.config import parse_sizes
+from bigvocab.bench.harness.machine import describe_machine
+from bigvocab.bench.harness.selection import Candidate
+from bigvocab.bench.harness.side_data import SideData, build_layer
+from bigvocab.data.synthetic_xmc import SyntheticXMC
+from bigvocab.data.xmc import LabelledRows
+from bigvocab.errors import ConfigError
+from bigvocab.evaluate.retrieval import jain_propensities, ranked_predictions, retrieval_metrics
+from bigvocab.models import XMCModel
+from bigvocab.outputs.factory import reference_output, retrieval_forms
+
+#: Metrics a row reports (and the plot draws), and the ranked predictions they read.
+METRICS = ("P@1", "P@5", "recall@10", "PSP@5", "nDCG@5")
+TOP = 10
+PECOS = "pecos[xr-linear]"
+
+
+@dataclass
+class RetrievalConfig:
+    """What ``bench --retrieval`` runs (defaults: 100k and 1M items on a CPU in about an hour)."""
+
+    item_counts: list[int] = field(default_factory=lambda: [100_000, 1_000_000])
+    #: labels per planted group (the task has item_count / group_size groups).
+    group_size: int = 100
+    train_rows: int = 50_000
+    test_rows: int = 1000
+    #: H, the bag and the output layer's input.
+    hidden: int = 32
+    batch_size: int = 256
+    #: training steps of every row.
+    steps: int = 160
+    #: a row stops at the first checkpoint after this many seconds of training.
+    budget_seconds: float = 300.0
+    #: fractions of the steps at which the held-out rows are evaluated.
+    checkpoints: tuple[float, ...] = (0.25, 0.5, 1.0)
+    num_samples: int = 1024
+    optimizer: str = "adam"
+    lr: float = 0.01
+    seed: int = 0
+    threads: int = 1
+    #: row labels or fnmatch patterns; None: every declared retrieval form and the PECOS peer.
+    rows: list[str] | None = None
+    out: Path = Path("bench-out/retrieval")
+
+
+@dataclass
+class RetrievalRow:
+    """One (items, approach) result; ``curve`` holds the metrics at each checkpoint."""
+
+    items: int
+    approach: str
+    method: str
+    options: dict = field(default_factory=dict)
+    status: str = "pending"
+    error: str = ""
+    steps: int = 0
+    train_seconds: float = 0.0
+    seconds_per_step: float | None = None
+    eval_seconds: float = 0.0
+    metrics: dict[str, float] = field(default_factory=dict)
+    curve: list[dict[str, float]] = field(default_factory=list)
+
+
+def retrieval_candidates(patterns: list[str] | None) -> list[Candidate]:
+    """Every declared retrieval form (:func:`~bigvocab.outputs.factory.retrieval_forms`), or those
+    matching ``patterns``, the reference layer first."""
+    forms = [Candidate(label, name, options=options) for label, name, options in retrieval_forms()]
+    if patterns is not None:
+        forms = [c for c in forms if any(_matches(pattern, c.label) for pattern in patterns)]
+    return sorted(forms, key=lambda c: not c.is_reference)
+
+
+def _matches(pattern: str, label: str) -> bool:
+    # an exact label first: "hsm[huffman]" would otherwise be read as a character class
+    return pattern == label or fnmatch.fnmatchcase(label, pattern)
+
+
+def make_task(items: int, config: RetrievalConfig) -> tuple[SyntheticXMC, LabelledRows, LabelledRows]:
+    """The planted task with ``items`` labels, its training rows and its held-out rows."""
+    task = SyntheticXMC(items, max(1, items // config.group_size), seed=config.seed)
+    generator = torch.Generator().manual_seed(config.seed)
+    train, _ = task.sample(config.train_rows, generator)
+    test, _ = task.sample(config.test_rows, generator)
+    return task, train, test
+
+
+def evaluate_rows(
+    rank: Callable[[LabelledRows], tuple[Tensor, Tensor]], test: LabelledRows, propensities: Tensor
+) -> dict[str, float]:
+    """:data:`METRICS` of ``rank(test)``: (N, TOP) ranked label ids and the (N, T) true labels."""
+    ranked, targets = rank(test)
+    metrics = retrieval_metrics(ranked, targets, ks=(1, 5, 10), propensities=propensities)
+    return {name: metrics[name] for name in METRICS}
+
+
+def train_row(
+    row: RetrievalRow,
+    candidate: Candidate,
+    train: LabelledRows,
+    test: LabelledRows,
+    side: SideData,
+    config: RetrievalConfig,
+) -> None:
+    """Train ``candidate``'s layer under the xmc encoder; fill ``row`` with its curve."""
+    from bigvocab.train import TrainConfig, Trainer
+
+    propensities = jain_propensities(side.counts, len(train))
+    torch.manual_seed(config.seed)
+    # in-batch candidates draw nothing: the batch's own labels are its k
+    drawn = None if candidate.options.get("candidates") == "in_batch" else config.num_samples
+    layer, row.options = build_layer(candidate, config.hidden, train.num_labels, side, num_samples=drawn)
+    model = XMCModel(train.num_labels, layer, num_features=train.num_features, embedding_dim=config.hidden)
+    trainer = Trainer(
+        model,
+        train,
+        None,
+        TrainConfig(
+            epochs=1_000_000,
+            batch_size=config.batch_size,
+            optimizer=config.optimizer,
+            lr=config.lr,
+            lr_schedule="none",
+            seed=config.seed,
+            progress=False,
+        ),
+    )
+
+    def rank(rows: LabelledRows) -> tuple[Tensor, Tensor]:
+        return ranked_predictions(model, rows, TOP, config.batch_size)
+
+    def run_to(step: int) -> float:
+        trainer.config = dataclasses.replace(trainer.config, max_steps=step)
+        start = time.perf_counter()
+        trainer.fit()
+        return time.perf_counter() - start
+
+    for fraction in config.checkpoints:
+        row.train_seconds += run_to(max(1, round(fraction * config.steps)))
+        start = time.perf_counter()
+        metrics = evaluate_rows(rank, test, propensities)
+        row.eval_seconds += time.perf_counter() - start
+        row.curve.append({"steps": trainer.step, "train_seconds": row.train_seconds, **metrics})
+        if row.train_seconds >= config.budget_seconds and trainer.step < config.steps:
+            row.error = (
+                f"stopped at {trainer.step} of {config.steps} steps: past the {config.budget_seconds:.0f} s budget"
+            )
+            break
+    row.steps = trainer.step
+    row.seconds_per_step = row.train_seconds / row.steps
+    row.metrics = row.curve[-1]
+
+
+def pecos_row(train: LabelledRows, test: LabelledRows, propensities: Tensor, row: RetrievalRow) -> None:
+    """PECOS XR-Linear on the same rows (its defaults: PIFA label features, hierarchical
+    2-means label tree, one thread); ``row.train_seconds`` is its training time."""
+    xlinear = importlib.import_module("pecos.xmc.xlinear.model")
+    sparse = importlib.import_module("scipy.sparse")
+
+    def features(rows: LabelledRows):
+        matrix = sparse.csr_matrix(
+            (rows.feature_values.numpy(), rows.feature_ids.numpy(), rows.feature_offsets.numpy()),
+            shape=(len(rows), rows.num_features),
+        ).astype("float32")
+        matrix.sum_duplicates()  # PECOS wants each row's ids sorted and distinct
+        return matrix
+
+    labels = train.labels
+    kept = labels >= 0
+    owners = torch.arange(len(train)).unsqueeze(1).expand_as(labels)[kept]
+    targets = sparse.csr_matrix(
+        (torch.ones(int(kept.sum())).numpy(), (owners.numpy(), labels[kept].numpy())),
+        shape=(len(train), train.num_labels),
+        dtype="float32",
+    )
+    start = time.perf_counter()
+    model = xlinear.XLinearModel.train(features(train), targets, threads=1)
+    row.train_seconds = time.perf_counter() - start
+
+    def rank(rows: LabelledRows) -> tuple[Tensor, Tensor]:
+        predicted = model.predict(features(rows), only_topk=TOP, threads=1).tocsr()
+        ranked = torch.full((len(rows), TOP), -1, dtype=torch.long)
+        for n in range(len(rows)):
+            begin, end = predicted.indptr[n], predicted.indptr[n + 1]
+            order = predicted.data[begin:end].argsort()[::-1]
+            ids = torch.as_tensor(predicted.indices[begin:end][order].copy(), dtype=torch.long)
+            ranked[n, : ids.numel()] = ids
+        return ranked, rows.labels
+
+    start = time.perf_counter()
+    row.metrics = evaluate_rows(rank, test, propensities)
+    row.eval_seconds = time.perf_counter() - start
+    row.curve = [{"steps": 0, "train_seconds": row.train_seconds, **row.metrics}]
+
+
+def pecos_installed() -> bool:
+    try:
+        importlib.import_module("pecos.xmc.xlinear.model")
+    except ImportError:
+        return False
+    return True
+
+
+def run_retrieval(
+    config: RetrievalConfig, stream: TextIO | None = None, on_row: Callable[[dict], object] | None = None
+) -> dict:
+    """Every row at every item count; returns the results (config, machine, task optima, rows).
+    ``on_row(results)`` is called after each row with the results so far (``wall_seconds`` to then)."""
+    started = time.perf_counter()
+    candidates = retrieval_candidates(config.rows)
+    with_pecos = (config.rows is None or any(_matches(pattern, PECOS) for pattern in config.rows)) and pecos_installed()
+    if not candidates and not with_pecos:
+        known = ", ".join([c.label for c in retrieval_candidates(None)] + [PECOS])
+        raise ConfigError(f"--outputs matches no retrieval row (they are: {known})")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(config.threads)
+    results: dict[str, Any] = {
+        "config": {key: str(value) if isinstance(value, Path) else value for key, value in asdict(config).items()},
+        "machine": describe_machine(torch.device("cpu")),
+        "tasks": {},
+        "rows": [],
+        "notes": [] if pecos_installed() else ["PECOS not installed (pip install 'bigvocab[pecos]'): no XR-Linear row"],
+    }
+    try:
+        for items in config.item_counts:
+            task, train, test = make_task(items, config)
+            counts = train.label_counts()
+            side = SideData(counts.tolist(), [str(i) for i in range(items)], lambda: torch.empty(0), "none")
+            propensities = jain_propensities(counts, len(train))
+            results["tasks"][str(items)] = {
+                "groups": task.num_groups,
+                "bayes": {f"P@{k}": task.bayes_precision_at_k(k) for k in (1, 5)},
+            }
+            _log(
+                stream,
+                f"\n{items:,} items, {task.num_groups:,} groups: Bayes-optimal P@1 {task.bayes_precision_at_k(1):.3f}",
+            )
+            for candidate in candidates:
+                row = RetrievalRow(items, candidate.label, candidate.method)
+                try:
+                    train_row(row, candidate, train, test, side, config)
+                    row.status = "ok"
+                except Exception as error:  # a failing layer is a row that says why, never a gap
+                    row.status, row.error = "error", f"{type(error).__name__}: {error}"
+                _finish(row, results, started, stream, on_row)
+            if with_pecos:
+                row = RetrievalRow(items, PECOS, "pecos")
+                try:
+                    pecos_row(train, test, propensities, row)
+                    row.status = "ok"
+                except Exception as error:
+                    row.status, row.error = "error", f"{type(error).__name__}: {error}"
+                _finish(row, results, started, stream, on_row)
+    finally:
+        torch.set_num_threads(threads)
+    results["wall_seconds"] = time.perf_counter() - started
+    return results
+
+
+def _finish(
+    row: RetrievalRow, results: dict, started: float, stream: TextIO | None, on_row: Callable[[dict], object] | None
+) -> None:
+    record = asdict(row)
+    results["rows"].append(record)
+    results["wall_seconds"] = time.perf_counter() - started
+    if on_row is not None:
+        on_row(results)
+    _log(stream, row_line(record))
+
+
+def row_line(row: dict) -> str:
+    if row["status"] != "ok":
+        return f"  {row['approach']:<24} {row['status']}: {row['error']}"
+    metrics = "  ".join(f"{name} {row['metrics'][name]:.3f}" for name in METRICS)
+    per_step = f"{row['seconds_per_step'] * 1000:.1f} ms/step" if row["seconds_per_step"] else "-"
+    return f"  {row['approach']:<24} {metrics}  train {row['train_seconds']:.1f} s ({per_step})"
+
+
+def report_markdown(results: dict, command: str) -> str:
+    """One table per item count: the metrics, training time and time per step, each against the
+    reference layer's and the task's Bayes-optimal P@k."""
+    config, machine = results["config"], results["machine"]
+    reference = reference_output()
+    lines = [
+        "# Retrieval: quality against training time on the planted task",
+        "",
+        f"Command: `{command}` ({results['wall_seconds'] / 60:.0f} min).",
+        f"Machine: {machine['cpu']}, {machine['usable_cores']} usable cores, torch {machine['torch']}, "
+        f"{config['threads']} thread(s), {machine['date']}.",
+        f"Task: SyntheticXMC, groups of {config['group_size']} labels, {config['train_rows']:,} training rows, "
+        f"{config['test_rows']:,} held-out rows. Model: xmc bag, H = {config['hidden']}, batch {config['batch_size']}, "
+        f"{config['optimizer']} lr {config['lr']}, {config['steps']} steps per row (at most {config['budget_seconds']:.0f} s), "
+        f"k = {config['num_samples']} samples where a layer draws them. Evaluation: exact top-{TOP}.",
+        "",
+    ]
+    for items, task in results["tasks"].items():
+        rows = [row for row in results["rows"] if str(row["items"]) == items]
+        base = next((row for row in rows if row["approach"] == reference and row["status"] == "ok"), None)
+        bayes = task["bayes"]
+        lines += [
+            f"## {int(items):,} items (Bayes-optimal P@1 {bayes['P@1']:.3f}, P@5 {bayes['P@5']:.3f})",
+            "",
+            "| approach | "
+            + " | ".join(METRICS)
+            + f" | P@1 / {reference}'s | steps | train s | ms/step | step time / {reference}'s | note |",
+            "|---" * (len(METRICS) + 7) + "|",
+        ]
+        for row in rows:
+            if row["status"] != "ok":
+                lines.append(f"| {row['approach']} |" + " |" * (len(METRICS) + 5) + f" {row['error']} |")
+                continue
+            metrics = " | ".join(f"{row['metrics'][name]:.3f}" for name in METRICS)
+            ratio = _ratio_at_reference_steps(row, base)
+            per_step = row["seconds_per_step"]
+            step_ratio = f"{per_step / base['seconds_per_step']:.3f}" if base and per_step else "-"
+            shown = f"{per_step * 1000:.1f}" if per_step else "-"
+            lines.append(
+                f"| {row['approach']} | {metrics} | {ratio} | {row['steps']} | {row['train_seconds']:.1f} | {shown} | "
+                f"{step_ratio} | {row['error']} |"
+            )
+        lines.append("")
+    lines += [f"Note: {note}" for note in results["notes"]]
+    return "\n".join(lines) + "\n"
+
+
+def _ratio_at_reference_steps(row: dict, base: dict | None) -> str:
+    """P@1 of ``row`` at the reference's last checkpoint over the reference's P@1 there,
+    ``"ratio (at N steps)"``; "-" when either lacks that point."""
+    if base is None or not base["metrics"]["P@1"]:
+        return "-"
+    steps = base["steps"]
+    point = next((p for p in row["curve"] if p["steps"] == steps), None)
+    if point is None:
+        return "-"
+    return f"{point['P@1'] / base['metrics']['P@1']:.3f} (at {steps})"
+
+
+def write_plot(results: dict, path: Path) -> Path | None:
+    """P@1 against training seconds, one panel per item count, log time; None without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    tasks = list(results["tasks"])
+    figure, panels = plt.subplots(1, len(tasks), figsize=(6.5 * len(tasks), 5), squeeze=False)
+    for axes, items in zip(panels[0], tasks):
+        for index, row in enumerate(r for r in results["rows"] if str(r["items"]) == items and r["status"] == "ok"):
+            times = [point["train_seconds"] for point in row["curve"]]
+            values = [point["P@1"] for point in row["curve"]]
+            style = {"color": plt.cm.tab20(index % 20), "marker": "osD^v<>"[index % 7]}
+            axes.plot(times, values, label=row["approach"], **style)
+        axes.axhline(results["tasks"][items]["bayes"]["P@1"], color="black", linestyle=":", label="Bayes-optimal")
+        axes.set_xscale("log")
+        axes.set_xlabel("training seconds")
+        axes.set_ylabel("P@1 (held-out rows)")
+        axes.set_title(f"{int(items):,} items")
+    panels[0][-1].legend(fontsize=7, loc="best")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def _log(stream: TextIO | None, line: str) -> None:
+    if stream is not None:
+        print(line, file=stream, flush=True)
+
+
+def config_from_args(args) -> RetrievalConfig:
+    """The bench flags that apply: ``--vocab-sizes`` (item counts), ``--hidden``, ``--batch``,
+    ``--seed``, ``--outputs`` (row labels or patterns), ``--out``."""
+    config = RetrievalConfig(out=Path(getattr(args, "out", None) or "bench-out/retrieval"))
+    if getattr(args, "vocab_sizes", None) is not None:
+        config.item_counts = list(parse_sizes(args.vocab_sizes))
+    for name, key in (("hidden", "hidden"), ("batch", "batch_size"), ("seed", "seed")):
+        value = getattr(args, name, None)
+        if value is not None:
+            setattr(config, key, value)
+    if getattr(args, "outputs", None):
+        config.rows = [pattern for pattern in args.outputs.split(",") if pattern]
+    return config
+
+
+def main(args) -> int:
+    """``bigvocab bench --retrieval``: run, print the table, write report.md, results.json and the
+    plot (rewritten after every row)."""
+    config = config_from_args(args)
+    config.out.mkdir(parents=True, exist_ok=True)
+    flags = sys.argv[sys.argv.index("--retrieval") + 1 :] if "--retrieval" in sys.argv else []
+    command = " ".join(["bigvocab bench --retrieval", *flags])
+
+    def write(results: dict) -> str:
+        # after every row, so a run stopped early keeps the report of the rows it finished
+        markdown = report_markdown(results, command)
+        (config.out / "report.md").write_text(markdown)
+        (config.out / "results.json").write_text(json.dumps(results, indent=1, default=str))
+        write_plot(results, config.out / "quality_vs_time.png")
+        return markdown
+
+    results = run_retrieval(config, stream=sys.stdout, on_row=write)
+    markdown = write(results)
+    plot = config.out / "quality_vs_time.png"
+    print(markdown)
+    print(
+        f"wrote {config.out / 'report.md'}, {config.out / 'results.json'}" + (f" and {plot}" if plot.exists() else "")
+    )
+    return 0
