@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bigvocab.bench.harness.rows import CurvePoint, QualityRow
-from bigvocab.bench.suites.recommend import AT_BUDGET, ON_VALIDATION, kept_point, recommend
+from bigvocab.bench.suites.recommend import AT_BUDGET, ON_VALIDATION, recommend
 
 
 def row(
@@ -65,7 +65,7 @@ def test_with_validation_an_overfitting_layer_is_judged_by_its_best_validation_c
     lines = {line["budget_seconds"]: line for line in recommend(rows)}
     assert {line["selection"] for line in lines.values()} == {ON_VALIDATION}
     assert (lines[4.0]["best"], lines[4.0]["best_ppl"], lines[4.0]["best_checkpoint"]) == ("hsm", 100.0, 1.0)
-    assert kept_point(rows[2], 4.0, on_validation=True).test_ppl == 120.0  # not its lower test 104
+    assert rows[2].kept_point(4.0, on_validation=True).test_ppl == 120.0  # not its lower test 104
     assert (lines[4.0]["fastest"], lines[4.0]["fastest_seconds"]) == ("hsm", 1.0)
     # At 2 s nce keeps its 2 s model (104, validation 130 < 410): within 5% of hsm's 100, but later.
     assert (lines[2.0]["best"], lines[2.0]["best_checkpoint"], lines[2.0]["fastest"]) == ("hsm", 1.0, "hsm")

@@ -8,6 +8,10 @@
   below the panels, clear of the curves), one panel per corpus, ticks at the time budgets; a
   ring marks each layer's checkpoint with the lowest validation perplexity, where it was measured
   (the model early stopping keeps, which the recommendation quotes).
+* ``recommendation.png`` -- the recommendation drawn: one panel per corpus (so per vocabulary
+  size), the kept model's perplexity of every layer at each time budget (grey), the best layer's
+  named in its colour, the seed-to-seed spread as a band about it, and "cannot rank" where the
+  budget could not separate the layers.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ from typing import cast
 
 from bigvocab.bench.harness.rows import QualityRow, SpeedRow
 from bigvocab.outputs.factory import reference_output
+
+#: The files :func:`write_plots` may draw.
+PLOT_FILES = ("speedup_vs_vocab.png", "perplexity_vs_time.png", "recommendation.png")
 
 MISSING_MATPLOTLIB = "matplotlib is not installed, so no plots were drawn (pip install 'bigvocab[plot]')"
 
@@ -45,6 +52,8 @@ def write_plots(results: dict, out_dir: Path) -> tuple[list[Path], list[str]]:
     ok_quality = [r for r in results.get("quality", []) if r.test_ppl is not None]
     if ok_quality:
         written.append(_perplexity_plot(plt, ok_quality, out_dir / "perplexity_vs_time.png"))
+    if results.get("recommendation") and ok_quality:
+        written.append(_recommendation_plot(plt, results["recommendation"], ok_quality, out_dir / "recommendation.png"))
     return written, []
 
 
@@ -212,3 +221,50 @@ def _push_inside(placed: list[float], order: list[int], gap: float, bounds: tupl
     for index in reversed(order):
         placed[index] = min(placed[index], ceiling)
         ceiling = placed[index] - gap
+
+
+def _recommendation_plot(plt, lines: list[dict], rows: list[QualityRow], path: Path) -> Path:
+    datasets = list(dict.fromkeys(line["dataset"] for line in lines))
+    labels = list(dict.fromkeys(r.approach for r in rows))
+    figure, panels = plt.subplots(1, len(datasets), figsize=(6.5 * len(datasets), 5), squeeze=False)
+    for axes, dataset in zip(panels[0], datasets):
+        mine = [line for line in lines if line["dataset"] == dataset]
+        ranked = [r for r in rows if r.dataset == dataset and not r.repeat and r.status == "ok"]
+        relative = all(p.ppl_ratio is not None for r in ranked for p in r.curve)
+        on_validation = mine[0]["on_validation"]
+
+        budgets = [line["budget_seconds"] for line in mine]
+        for row in ranked:
+            kept = [row.kept_point(budget, on_validation) for budget in budgets]
+            shown = [(b, cast(float, p.ppl_ratio) if relative else p.test_ppl) for b, p in zip(budgets, kept) if p]
+            axes.plot(*zip(*shown), color="0.8", linewidth=0.8, marker=".", zorder=1)
+        best = [line["best_ratio"] if relative else line["best_ppl"] for line in mine]
+        spreads = [line.get("seed_spread") for line in mine]
+        if all(spread is not None for spread in spreads):
+            low = [b / (1 + cast(float, s)) for b, s in zip(best, spreads)]
+            high = [b * (1 + cast(float, s)) for b, s in zip(best, spreads)]
+            axes.fill_between(budgets, low, high, color="0.85", alpha=0.6, zorder=0, label="seed-to-seed spread")
+        axes.plot(budgets, best, color="black", linewidth=1.2, zorder=2)
+        for line, budget, y in zip(mine, budgets, best):
+            if line.get("ranked", True):
+                color = _style(plt, labels.index(line["best"]))["color"]
+                axes.plot(budget, y, marker="o", markersize=9, color=color, zorder=3)
+                text = line["best"]
+            else:
+                axes.plot(budget, y, marker="o", markersize=9, markerfacecolor="white", color="black", zorder=3)
+                text = "cannot rank"
+            axes.annotate(text, (budget, y), xytext=(0, 12), textcoords="offset points", ha="center", fontsize=8)
+        if relative:
+            axes.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
+        axes.set_xscale("log")
+        axes.set_yscale("log")
+        _tick_at_budgets(axes, budgets)
+        axes.set_xlabel("training time budget (s)")
+        axes.set_ylabel("kept model's exact test perplexity" + (" / floor" if relative else ""))
+        axes.set_title(f"{dataset}: best layer per budget (V = {mine[0]['vocab_size']:,})", fontsize=10)
+        if any(spread is not None for spread in spreads):
+            axes.legend(fontsize=7, loc="upper right")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
