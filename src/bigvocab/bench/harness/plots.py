@@ -1,7 +1,7 @@
 """PNG plots of a run (matplotlib is optional: ``pip install bigvocab[plot]``).
 
 * ``speedup_vs_vocab.png`` -- training speed-up over ``full`` against V, log-log, with the
-  interquartile range of the paired ratios as error bars.
+  interquartile range of the paired ratios as error bars, the legend beside the axes.
 * ``perplexity_vs_time.png`` -- exact test perplexity (as a ratio to the floor where it is known)
   against training wall time, one curve per layer (its label at the curve's end, moved apart from
   its neighbours' where curves end close together but kept inside the panel, and in one legend
@@ -64,7 +64,7 @@ def _style(plt, index: int) -> dict:
 
 
 def _speedup_plot(plt, rows: list[SpeedRow], path: Path) -> Path:
-    figure, axes = plt.subplots(figsize=(8, 5.5))
+    figure, axes = plt.subplots(figsize=(10, 5.5))
     for index, label in enumerate(dict.fromkeys(r.approach for r in rows)):
         mine = sorted((r for r in rows if r.approach == label), key=lambda r: r.vocab_size)
         sizes = [r.vocab_size for r in mine]
@@ -79,7 +79,8 @@ def _speedup_plot(plt, rows: list[SpeedRow], path: Path) -> Path:
     axes.set_xlabel("vocabulary size V")
     axes.set_ylabel(f"training speed-up over {reference_output()}")
     axes.set_title("Training step speed-up (median of paired ratios, IQR bars)")
-    axes.legend(fontsize=7, ncol=2)
+    # Beside the axes, not on them: twenty rows of legend would hide the curves they name.
+    axes.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
@@ -89,7 +90,7 @@ def _speedup_plot(plt, rows: list[SpeedRow], path: Path) -> Path:
 def _perplexity_plot(plt, rows: list[QualityRow], path: Path) -> Path:
     datasets = list(dict.fromkeys(r.dataset for r in rows))
     labels = list(dict.fromkeys(r.approach for r in rows))
-    legend_rows = math.ceil(len(labels) / _LEGEND_COLUMNS)
+    legend_rows = math.ceil((len(labels) + 1) / min(_LEGEND_COLUMNS, _LEGEND_COLUMNS_PER_PANEL * len(datasets)))
     # The legend sits below the panels, so it never hides a curve; the figure grows to hold it.
     legend_inches = 0.3 + 0.17 * legend_rows
     figure, panels = plt.subplots(1, len(datasets), figsize=(7.5 * len(datasets), 5.5 + legend_inches), squeeze=False)
@@ -136,7 +137,8 @@ def _perplexity_plot(plt, rows: list[QualityRow], path: Path) -> Path:
         where = names.index(_KEPT_LABEL)
         handles.append(handles.pop(where))
         names.append(names.pop(where))
-    figure.legend(handles, names, loc="lower center", ncol=_LEGEND_COLUMNS, fontsize=7, frameon=False)
+    columns = min(_LEGEND_COLUMNS, _LEGEND_COLUMNS_PER_PANEL * len(datasets))
+    figure.legend(handles, names, loc="lower center", ncol=columns, fontsize=7, frameon=False)
     figure.tight_layout(rect=(0, legend_inches / figure.get_figheight(), 1, 1))
     figure.savefig(path, dpi=120)
     plt.close(figure)
@@ -151,8 +153,10 @@ _KEPT_LABEL = "lowest validation perplexity (kept)"
 #: 7-point line is about 2% of the 5.5-inch figure's axes.
 _LABEL_GAP = 0.03
 
-#: entries per row of the shared legend below the panels.
+#: entries per row of the shared legend below the panels, at most, and as many as one panel's
+#: width holds.
 _LEGEND_COLUMNS = 6
+_LEGEND_COLUMNS_PER_PANEL = 4
 
 
 def _tick_at_budgets(axes, times: list[float]) -> None:
@@ -252,13 +256,14 @@ def _recommendation_plot(plt, lines: list[dict], rows: list[QualityRow], path: P
                 text = line["best"]
             else:
                 axes.plot(budget, y, marker="o", markersize=9, markerfacecolor="white", color="black", zorder=3)
-                text = "cannot rank"
-            axes.annotate(text, (budget, y), xytext=(0, 12), textcoords="offset points", ha="center", fontsize=8)
+                text = "cannot rank:\n" + _why_unranked(line)
+            axes.annotate(text, (budget, y), xytext=(0, 10), textcoords="offset points", ha="center", fontsize=7)
         if relative:
             axes.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
         axes.set_xscale("log")
         axes.set_yscale("log")
         _tick_at_budgets(axes, budgets)
+        axes.set_xlim(budgets[0] / 1.4, budgets[-1] * 1.4)  # room for the names above the first and last points
         axes.set_xlabel("training time budget (s)")
         axes.set_ylabel("kept model's exact test perplexity" + (" / floor" if relative else ""))
         axes.set_title(f"{dataset}: best layer per budget (V = {mine[0]['vocab_size']:,})", fontsize=10)
@@ -268,3 +273,12 @@ def _recommendation_plot(plt, lines: list[dict], rows: list[QualityRow], path: P
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return path
+
+
+def _why_unranked(line: dict) -> str:
+    """Short enough to sit above a point: the tied layers (three at most), or that most overfit."""
+    if not line.get("tied"):
+        return f"{line['rising']} of {line['layers']} overfit"
+    tied = [line["best"], *line["tied"]]
+    shown = "\n".join(tied[:3])
+    return shown + (f"\n+{len(tied) - 3} more" if len(tied) > 3 else "")
