@@ -130,7 +130,7 @@ def test_a_users_corpus_replaces_the_synthetic_languages_and_is_named_by_its_fil
 def test_quality_trains_first_forms_of_the_layers_and_the_reference_again_with_another_seed():
     candidates = select_candidates(None)
     cfg = config(1.0)
-    cfg.quality = dataclasses.replace(cfg.quality, seed_repeats=2)
+    cfg.quality = dataclasses.replace(cfg.quality, all_rows=False, seed_repeats=2)
     cfg.seed = 5
     rows = quality_candidates(candidates, cfg)
     firsts: dict[str, str] = {}

@@ -248,6 +248,7 @@ def _recommendation_plot(plt, lines: list[dict], rows: list[QualityRow], path: P
             low = [b / (1 + cast(float, s)) for b, s in zip(best, spreads)]
             high = [b * (1 + cast(float, s)) for b, s in zip(best, spreads)]
             axes.fill_between(budgets, low, high, color="0.85", alpha=0.6, zorder=0, label="seed-to-seed spread")
+            axes.legend(fontsize=7, loc="upper right")
         axes.plot(budgets, best, color="black", linewidth=1.2, zorder=2)
         for line, budget, y in zip(mine, budgets, best):
             if line.get("ranked", True):
@@ -267,8 +268,6 @@ def _recommendation_plot(plt, lines: list[dict], rows: list[QualityRow], path: P
         axes.set_xlabel("training time budget (s)")
         axes.set_ylabel("kept model's exact test perplexity" + (" / floor" if relative else ""))
         axes.set_title(f"{dataset}: best layer per budget (V = {mine[0]['vocab_size']:,})", fontsize=10)
-        if any(spread is not None for spread in spreads):
-            axes.legend(fontsize=7, loc="upper right")
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
