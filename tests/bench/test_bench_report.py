@@ -319,3 +319,14 @@ def test_speedup_format(value, text):
 
 def test_vocab_format():
     assert [fmt.vocab(v) for v in (500, 2500, 10_000, 1_000_000)] == ["500", "2.5k", "10k", "1M"]
+
+
+def test_a_diverged_curve_is_drawn_off_the_scale_not_flattening_the_rest():
+    matplotlib = pytest.importorskip("matplotlib")
+    from bigvocab.bench.harness.plots import _clip_top
+
+    figure = matplotlib.figure.Figure()
+    axes = figure.subplots()
+    axes.set_yscale("log")
+    axes.plot([1, 2, 3], [1.5, 2.0, 1e12])
+    assert _clip_top(axes, [1.5, 2.0, 1e12]) == 2.0 and axes.get_ylim()[1] == 3.0

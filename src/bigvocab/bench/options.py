@@ -151,8 +151,7 @@ def main(args: argparse.Namespace) -> int:
         if journal is None or not journal.exists():
             raise
         raise type(error)(
-            f"the rows finished so far are kept in {str(journal)!r}; run the same command with "
-            "--resume to continue"
+            f"the rows finished so far are kept in {str(journal)!r}; run the same command with --resume to continue"
         ) from None
     print(f"\nsummary ({results['wall_seconds']:.0f} s):\n{summary_table(results)}")
     for line in recommendation_lines(results.get("recommendation", [])):

@@ -117,13 +117,20 @@ def _perplexity_plot(plt, rows: list[QualityRow], path: Path) -> Path:
         if relative:
             axes.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
         axes.set_xscale("log")
-        axes.set_yscale("log")  # a diverged layer sits orders of magnitude above the rest
+        axes.set_yscale("log")
         _tick_at_budgets(axes, sorted({p.budget_seconds for r in mine for p in r.curve}))
-        ends = [(r.curve[-1], r.approach) for r in mine]
         # relative: every point has a ratio
-        _label_curve_ends(
-            axes, [(label, p.train_seconds, cast(float, p.ppl_ratio) if relative else p.test_ppl) for p, label in ends]
-        )
+        curves = [[cast(float, p.ppl_ratio) if relative else p.test_ppl for p in r.curve] for r in mine]
+        top = _clip_top(axes, [v for curve in curves for v in curve])
+        ends = [
+            (
+                r.approach if v[-1] <= top else f"{r.approach} (off the scale)",
+                r.curve[-1].train_seconds,
+                min(v[-1], top),
+            )
+            for r, v in zip(mine, curves)
+        ]
+        _label_curve_ends(axes, ends)
         axes.set_xlabel("training wall time (s)")
         axes.set_ylabel("exact test perplexity / floor" if relative else "exact test perplexity")
         axes.set_title(dataset)
@@ -157,6 +164,21 @@ _LABEL_GAP = 0.03
 #: width holds.
 _LEGEND_COLUMNS = 6
 _LEGEND_COLUMNS_PER_PANEL = 4
+
+
+#: A curve this many times above the lowest perplexity of its panel is drawn off the scale: one
+#: diverged layer (1e12 times the floor) would otherwise flatten every other curve.
+_OFF_SCALE = 100.0
+
+
+def _clip_top(axes, values: list[float]) -> float:
+    """Set the log y axis's top to the highest of ``values`` within :data:`_OFF_SCALE` times the
+    lowest (with a margin); returns the highest value kept on the scale."""
+    low = min(values)
+    top = max(v for v in values if v <= _OFF_SCALE * low)
+    if max(values) > top:
+        axes.set_ylim(top=top * 1.5)
+    return top
 
 
 def _tick_at_budgets(axes, times: list[float]) -> None:
@@ -238,10 +260,12 @@ def _recommendation_plot(plt, lines: list[dict], rows: list[QualityRow], path: P
         on_validation = mine[0]["on_validation"]
 
         budgets = [line["budget_seconds"] for line in mine]
+        drawn: list[float] = []
         for row in ranked:
             kept = [row.kept_point(budget, on_validation) for budget in budgets]
             shown = [(b, cast(float, p.ppl_ratio) if relative else p.test_ppl) for b, p in zip(budgets, kept) if p]
             axes.plot(*zip(*shown), color="0.8", linewidth=0.8, marker=".", zorder=1)
+            drawn += [value for _, value in shown]
         best = [line["best_ratio"] if relative else line["best_ppl"] for line in mine]
         spreads = [line.get("seed_spread") for line in mine]
         if all(spread is not None for spread in spreads):
@@ -263,6 +287,7 @@ def _recommendation_plot(plt, lines: list[dict], rows: list[QualityRow], path: P
             axes.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
         axes.set_xscale("log")
         axes.set_yscale("log")
+        _clip_top(axes, best + drawn)
         _tick_at_budgets(axes, budgets)
         axes.set_xlim(budgets[0] / 1.4, budgets[-1] * 1.4)  # room for the names above the first and last points
         axes.set_xlabel("training time budget (s)")
