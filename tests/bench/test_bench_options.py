@@ -46,7 +46,7 @@ def test_the_quality_language_takes_the_presets_zipf_exponent():
 
     full, quick = BenchConfig.full(), BenchConfig.quick()
     assert (full.quality.zipf, full.quality.optimizer, full.quality.lr) == (1.5, "adagrad", 0.1)
-    assert quick.quality.zipf == 1.0
+    assert (quick.quality.zipf, quick.quality.optimizer, quick.quality.lr) == (1.5, "adagrad", 0.1)
     task = quality_tasks(full)[0]
     spec = task.spec.replace(f"tokens={full.quality.train_tokens}", "tokens=3000")
     steep = load_corpus(spec, progress=False)

@@ -9,12 +9,13 @@ from tiny_quality import tiny_quality
 
 from bigvocab.bench import BenchConfig
 from bigvocab.bench.harness.rows import QualityRow
-from bigvocab.bench.harness.selection import candidate_by_label
+from bigvocab.bench.harness.selection import candidate_by_label, select_candidates
 from bigvocab.bench.suites import quality as quality_module
 from bigvocab.bench.suites.quality import (
     PROBE_STEPS,
     corpus_side_data,
     new_row,
+    quality_candidates,
     quality_tasks,
     train_and_evaluate,
     train_on_budget,
@@ -113,3 +114,51 @@ def test_a_stretch_that_runs_slow_keeps_its_planned_steps_and_is_noted(monkeypat
     assert [point.steps for point in curve] == [200, 400, 800]
     assert curve[-1].train_seconds == 250.0
     assert slowdowns == ["steps 400-800 took 200 s, 4.0x the 50 s the earlier rate planned (the machine was busy?)"]
+
+
+def test_a_users_corpus_replaces_the_synthetic_languages_and_is_named_by_its_file(tmp_path):
+    cfg = config(1.0)
+    cfg.corpus = f"text:{tmp_path / 'notes.txt'}"
+    assert [(task.name, task.spec, task.train_tokens) for task in quality_tasks(cfg)] == [
+        ("text:notes.txt", cfg.corpus, None)
+    ]
+    cfg.quality = dataclasses.replace(cfg.quality, large_vocab=None)
+    cfg.corpus = None
+    assert [task.name for task in quality_tasks(cfg)] == ["synthetic V=100"]
+
+
+def test_quality_trains_first_forms_of_the_layers_and_the_reference_again_with_another_seed():
+    candidates = select_candidates(None)
+    cfg = config(1.0)
+    cfg.quality = dataclasses.replace(cfg.quality, all_rows=False, seed_repeats=2)
+    cfg.seed = 5
+    rows = quality_candidates(candidates, cfg)
+    firsts: dict[str, str] = {}
+    for candidate in candidates:
+        if candidate.kind == "layer" and candidate.method not in firsts:
+            firsts[candidate.method] = candidate.label
+    assert [c.label for c in rows if not c.repeat] == list(firsts.values())
+    assert "hsm[huffman]" in firsts.values() and "hsm[balanced]" not in firsts.values()
+    assert [(c.label, c.method, c.repeat) for c in rows if c.repeat] == [
+        ("full (seed 6)", "full", 1),
+        ("full (seed 7)", "full", 2),
+    ]
+    cfg.quality = dataclasses.replace(cfg.quality, all_rows=True, seed_repeats=0)
+    assert quality_candidates(candidates, cfg) == candidates
+    cfg.quality = dataclasses.replace(cfg.quality, all_rows=False)
+    cfg.outputs = ["hsm*"]  # rows the user names are all trained
+    chosen = select_candidates(cfg.outputs)
+    assert quality_candidates(chosen, cfg) == chosen
+
+
+def test_a_repeated_row_trains_with_its_own_seed():
+    cfg = config(0.05)
+    corpus = load_corpus(quality_tasks(cfg)[0].spec, progress=False)
+    side = corpus_side_data(corpus, seed=0)
+    rows = []
+    for candidate in (candidate_by_label("full"), dataclasses.replace(candidate_by_label("full"), repeat=1)):
+        row = new_row("synthetic", candidate, corpus, corpus.train, cfg)
+        train_and_evaluate(row, candidate, corpus, corpus.train, side, cfg)
+        rows.append(row)
+    assert rows[1].repeat == 1 and rows[0].repeat == 0
+    assert rows[0].curve[0].test_ppl != rows[1].curve[0].test_ppl

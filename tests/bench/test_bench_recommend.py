@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bigvocab.bench.harness.rows import CurvePoint, QualityRow
-from bigvocab.bench.suites.recommend import AT_BUDGET, ON_VALIDATION, kept_point, recommend
+from bigvocab.bench.suites.recommend import AT_BUDGET, ON_VALIDATION, recommend
 
 
 def row(
@@ -65,7 +65,7 @@ def test_with_validation_an_overfitting_layer_is_judged_by_its_best_validation_c
     lines = {line["budget_seconds"]: line for line in recommend(rows)}
     assert {line["selection"] for line in lines.values()} == {ON_VALIDATION}
     assert (lines[4.0]["best"], lines[4.0]["best_ppl"], lines[4.0]["best_checkpoint"]) == ("hsm", 100.0, 1.0)
-    assert kept_point(rows[2], 4.0, on_validation=True).test_ppl == 120.0  # not its lower test 104
+    assert rows[2].kept_point(4.0, on_validation=True).test_ppl == 120.0  # not its lower test 104
     assert (lines[4.0]["fastest"], lines[4.0]["fastest_seconds"]) == ("hsm", 1.0)
     # At 2 s nce keeps its 2 s model (104, validation 130 < 410): within 5% of hsm's 100, but later.
     assert (lines[2.0]["best"], lines[2.0]["best_checkpoint"], lines[2.0]["fastest"]) == ("hsm", 1.0, "hsm")
@@ -91,3 +91,49 @@ def test_validation_selection_needs_every_row_of_the_corpus_to_have_it():
         110.0,
         4.0,
     )
+
+
+def repeat_of_full(points: list[tuple[float, float]], valid: list[float] | None = None, seed: int = 1) -> QualityRow:
+    """``full`` trained again with the run's seed + ``seed``."""
+    again = row(f"full (seed {seed})", points, valid=valid)
+    again.method, again.repeat = "full", seed
+    return again
+
+
+def test_layers_within_the_seed_to_seed_spread_are_not_ranked():
+    rows = [
+        row("full", [(1.0, 200.0), (2.0, 110.0), (4.0, 100.0)]),
+        repeat_of_full([(1.0, 210.0), (2.0, 111.0), (4.0, 104.0)]),  # spreads 5%, 0.9%, 4%
+        row("hsm", [(1.0, 150.0), (2.0, 105.0), (4.0, 103.0)]),
+        row("nce", [(1.0, 300.0), (2.0, 120.0), (4.0, 90.0)]),
+    ]
+    lines = {line["budget_seconds"]: line for line in recommend(rows)}
+    assert [line["best"] for line in lines.values()] == ["hsm", "hsm", "nce"]  # the repeat is never ranked
+    assert abs(lines[1.0]["seed_spread"] - 0.05) < 1e-12 and abs(lines[4.0]["seed_spread"] - 0.04) < 1e-12
+    # 1 s: full (200) is not within 5% of hsm's 150; 2 s: full's 110 is 4.8% above hsm's 105, more than 0.9%.
+    assert lines[1.0]["ranked"] and lines[2.0]["ranked"] and lines[1.0]["tied"] == [] == lines[2.0]["tied"]
+    # 4 s: nce's 90 leads by 11%, beyond the 4% spread.
+    assert lines[4.0]["ranked"] and lines[4.0]["verdict"] is None
+    rows[3] = row("nce", [(1.0, 300.0), (2.0, 120.0), (4.0, 99.5)])  # now full's 100 and hsm's 103 are within 4%
+    line = recommend(rows)[-1]
+    assert not line["ranked"] and line["tied"] == ["full", "hsm"] and line["best"] == "nce"
+    assert line["verdict"] == "nce, full, hsm are within the seed-to-seed spread (4.0%) of each other"
+
+
+def test_without_a_repeated_seed_the_spread_is_unknown_and_the_best_is_named():
+    lines = recommend(
+        [row("full", [(1.0, 3.0), (2.0, 2.0), (4.0, 1.0)]), row("hsm", [(1.0, 3.0), (2.0, 2.0), (4.0, 1.01)])]
+    )
+    assert all(line["seed_spread"] is None and line["ranked"] for line in lines)
+
+
+def test_a_budget_where_most_layers_overfit_is_too_short_to_rank():
+    rows = [
+        row("full", [(1.0, 120.0), (2.0, 110.0), (4.0, 115.0)], valid=[121.0, 111.0, 116.0]),
+        row("hsm", [(1.0, 100.0), (2.0, 90.0), (4.0, 95.0)], valid=[101.0, 91.0, 96.0]),
+        row("nce", [(1.0, 130.0), (2.0, 100.0), (4.0, 92.0)], valid=[131.0, 101.0, 93.0]),
+    ]
+    lines = {line["budget_seconds"]: line for line in recommend(rows)}
+    assert lines[2.0]["ranked"] and lines[2.0]["rising"] == 0
+    assert not lines[4.0]["ranked"] and (lines[4.0]["rising"], lines[4.0]["layers"]) == (2, 3)
+    assert lines[4.0]["verdict"].startswith("validation perplexity rose since the previous checkpoint for 2 of 3")

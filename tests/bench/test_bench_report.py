@@ -15,6 +15,7 @@ from bigvocab.bench.harness.plots import spread_labels, write_plots
 from bigvocab.bench.harness.rows import CurvePoint, OperationTiming, QualityRow, SpeedRow
 from bigvocab.bench.report import (
     SUMMARY_COLUMNS,
+    recommendation_lines,
     reproduce_command,
     summarise,
     write_csv,
@@ -173,9 +174,19 @@ def test_markdown_has_the_comparison_table_raw_tables_and_machine(results, tmp_p
     assert "| PPL at 1 s | PPL at 2 s |" in text
     assert "| 220.0 (2.20x floor) | 110.0 (1.10x floor) |" in text  # no validation figures: no checkpoint starred
     assert "## Recommendation" in text
-    assert "| small | 500 | 2 s | at the budget | full (110.0 (1.10x floor)) | full (after 2.0 s) |" in text
-    assert text.rstrip().endswith("| large | 500 | 2 s | at the budget | full (1,200.0) | full (after 2.0 s) |")
+    assert "| small | 500 | 2 s | at the budget | full (110.0 (1.10x floor)) | full (after 2.0 s) | – |" in text
+    assert text.rstrip().endswith("| large | 500 | 2 s | at the budget | full (1,200.0) | full (after 2.0 s) | – |")
     assert f"`{reproduce_command(config)}`" in text
+
+
+def test_a_budget_that_cannot_rank_says_why_and_names_no_winner(results, tmp_path):
+    line = dict(results["recommendation"][0], ranked=False, verdict="full, hsm are within the seed spread")
+    unranked = dict(results, recommendation=[line])
+    text = write_markdown(unranked, BenchConfig.quick(), tmp_path / "report.md").read_text()
+    assert "| cannot rank: full, hsm are within the seed spread | – | – |" in text
+    assert recommendation_lines([line]) == [
+        f"{line['dataset']} (V = 500), 1 s of training: cannot rank: full, hsm are within the seed spread"
+    ]
 
 
 def test_markdown_marks_the_checkpoint_kept_on_validation(results, tmp_path):
@@ -208,7 +219,7 @@ def test_reproduce_command_lists_only_what_differs_from_the_preset(tmp_path):
 def test_plots_are_written(results, tmp_path):
     pytest.importorskip("matplotlib")
     paths, notes = write_plots(results, tmp_path)
-    assert [p.name for p in paths] == ["speedup_vs_vocab.png", "perplexity_vs_time.png"]
+    assert [p.name for p in paths] == ["speedup_vs_vocab.png", "perplexity_vs_time.png", "recommendation.png"]
     assert all(p.stat().st_size > 1000 for p in paths) and notes == []
 
 
@@ -225,8 +236,23 @@ def test_perplexity_plot_rings_the_kept_checkpoints_under_one_legend_entry(resul
         lambda figure, handles, names, **kw: legends.append(list(names)) or drawn(figure, handles, names, **kw),
     )
     paths, _ = write_plots(results, tmp_path)
-    assert paths[-1].name == "perplexity_vs_time.png" and paths[-1].stat().st_size > 1000
+    assert paths[1].name == "perplexity_vs_time.png" and paths[1].stat().st_size > 1000
     assert legends == [["full", "hsm[huffman]", "lowest validation perplexity (kept)"]]
+
+
+def test_the_recommendation_plot_names_the_best_layer_per_budget_or_that_it_cannot_rank(results, tmp_path, monkeypatch):
+    matplotlib = pytest.importorskip("matplotlib")
+    texts: list[str] = []
+    drawn = matplotlib.axes.Axes.annotate
+    monkeypatch.setattr(
+        matplotlib.axes.Axes, "annotate", lambda axes, text, *a, **kw: texts.append(text) or drawn(axes, text, *a, **kw)
+    )
+    lines = list(results["recommendation"])
+    lines[0] = dict(lines[0], ranked=False, tied=["hsm[huffman]"], seed_spread=0.1)
+    paths, _ = write_plots(dict(results, recommendation=lines), tmp_path)
+    assert paths[-1].name == "recommendation.png" and paths[-1].stat().st_size > 1000
+    drawn_last = texts[-len(lines) :]  # the recommendation plot is drawn last, one name per budget
+    assert drawn_last == [f"cannot rank:\n{lines[0]['best']}\nhsm[huffman]"] + [line["best"] for line in lines[1:]]
 
 
 def test_end_labels_that_would_overlap_are_spread_symmetrically_and_others_stay_put():
@@ -293,3 +319,14 @@ def test_speedup_format(value, text):
 
 def test_vocab_format():
     assert [fmt.vocab(v) for v in (500, 2500, 10_000, 1_000_000)] == ["500", "2.5k", "10k", "1M"]
+
+
+def test_a_diverged_curve_is_drawn_off_the_scale_not_flattening_the_rest():
+    matplotlib = pytest.importorskip("matplotlib")
+    from bigvocab.bench.harness.plots import _clip_top
+
+    figure = matplotlib.figure.Figure()
+    axes = figure.subplots()
+    axes.set_yscale("log")
+    axes.plot([1, 2, 3], [1.5, 2.0, 1e12])
+    assert _clip_top(axes, [1.5, 2.0, 1e12]) == 2.0 and axes.get_ylim()[1] == 3.0

@@ -234,6 +234,7 @@ def test_an_interrupted_bench_command_says_where_its_rows_are_and_how_to_go_on(m
     assert cli.main(["bench", "--out", str(tmp_path)]) == 130
     error = capsys.readouterr().err
     assert "rows finished so far are kept in" in error and "--resume" in error
+    assert "interrupted: interrupted" not in error  # the command labels it once
 
 
 def _piece(revision: str, date: str, cpu: str = "EPYC", speed: int = 0, quality: int = 0) -> dict:

@@ -14,7 +14,12 @@ def tiny_quality(**overrides: Any) -> QualityConfig:
         small_vocab=100,
         large_vocab=200,
         num_classes=10,
+        train_tokens=25_000,
+        test_tokens=None,
         budget_seconds=0.5,
+        batch_size=128,
+        seed_repeats=0,
+        all_rows=True,  # every row, so that every row is seen to train and evaluate
         model_kwargs={"embedding_dim": 4, "hidden_dim": 8, "context": 2},
     )
     settings.update(overrides)

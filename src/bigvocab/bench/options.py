@@ -8,7 +8,7 @@ from pathlib import Path
 
 from bigvocab.bench.harness.config import BenchConfig, parse_patterns, parse_sizes
 from bigvocab.bench.harness.journal import JOURNAL_NAME
-from bigvocab.bench.report import summary_table
+from bigvocab.bench.report import recommendation_lines, summary_table
 from bigvocab.bench.runner import run_bench
 from bigvocab.bench.suites.distributed import run_distributed_bench
 from bigvocab.outputs.factory import output_variants, reference_output
@@ -83,6 +83,12 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
         "--out", type=Path, default=Path("bench-out"), metavar="DIR", help="where the files go (default bench-out/)"
     )
     parser.add_argument(
+        "--corpus",
+        metavar="SPEC",
+        help="your corpus, any spec 'bigvocab train --corpus' takes (e.g. text:notes.txt): the quality runs and "
+        "the recommendation are made on it instead of the synthetic language",
+    )
+    parser.add_argument(
         "--brown", type=Path, metavar="PATH", help="the tagged Brown corpus directory: adds Bengio's Brown quality run"
     )
     piece = parser.add_mutually_exclusive_group()
@@ -91,7 +97,9 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="continue the unfinished run in --out (same options): only the rows its journal lacks are measured",
     )
-    piece.add_argument("--overwrite", action="store_true", help="start afresh over an unfinished run in --out")
+    piece.add_argument(
+        "--overwrite", action="store_true", help="start afresh over a finished or unfinished run in --out"
+    )
     parser.add_argument("--skip-speed", action="store_true", help="no speed, memory or matmul measurements")
     parser.add_argument("--skip-quality", action="store_true", help="no training runs")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -116,7 +124,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         overrides["outputs"] = parse_patterns(args.outputs)
     if getattr(args, "vocab_sizes", None) is not None:
         overrides["vocab_sizes"] = parse_sizes(args.vocab_sizes)
-    for name in ("hidden", "batch", "repeats", "num_samples", "device", "seed", "brown"):
+    for name in ("hidden", "batch", "repeats", "num_samples", "device", "seed", "brown", "corpus"):
         value = getattr(args, name, None)
         if value is not None:
             overrides[name] = value
@@ -155,10 +163,11 @@ def main(args: argparse.Namespace) -> int:
         if journal is None or not journal.exists():
             raise
         raise type(error)(
-            f"interrupted: the rows finished so far are kept in {str(journal)!r}; run the same command with "
-            "--resume to continue"
+            f"the rows finished so far are kept in {str(journal)!r}; run the same command with --resume to continue"
         ) from None
     print(f"\nsummary ({results['wall_seconds']:.0f} s):\n{summary_table(results)}")
+    for line in recommendation_lines(results.get("recommendation", [])):
+        print(f"recommendation: {line}")
     for path in results.get("files", []):
         print(f"wrote {path}")
     for note in results.get("notes", []):

@@ -98,6 +98,8 @@ def reproduce_command(config: BenchConfig) -> str:
     for field, flag, render in options:
         if getattr(config, field) != getattr(preset, field):
             parts += [flag, render(getattr(config, field))]
+    if config.corpus is not None:
+        parts += ["--corpus", config.corpus]
     if config.brown is not None:
         parts += ["--brown", str(config.brown)]
     parts += [flag for flag, on in (("--skip-speed", config.skip_speed), ("--skip-quality", config.skip_quality)) if on]
@@ -233,6 +235,7 @@ def recommendation_table(lines: list[dict]) -> str:
         "Model kept",
         "Lowest perplexity",
         f"Fastest within {100 * TOLERANCE:g}% of it",
+        "Seed-to-seed spread",
     ]
     rows = [
         [
@@ -240,17 +243,33 @@ def recommendation_table(lines: list[dict]) -> str:
             f"{line['vocab_size']:,}",
             f"{line['budget_seconds']:g} s",
             line["selection"],
-            f"{line['best']} ({fmt.perplexity(line['best_ppl'], line['best_ratio'])}"
-            + (
-                f", its {line['best_checkpoint']:g} s checkpoint)"
-                if line["best_checkpoint"] < line["budget_seconds"]
-                else ")"
-            ),
-            f"{line['fastest']} (after {line['fastest_seconds']:.1f} s)",
+            _best_cell(line) if line.get("ranked", True) else f"cannot rank: {line['verdict']}",
+            f"{line['fastest']} (after {line['fastest_seconds']:.1f} s)" if line.get("ranked", True) else fmt.MISSING,
+            fmt.MISSING if line.get("seed_spread") is None else f"{line['seed_spread']:.1%}",
         ]
         for line in lines
     ]
     return _table(header, rows)
+
+
+def _best_cell(line: dict) -> str:
+    checkpoint = line["best_checkpoint"]
+    earlier = f", its {checkpoint:g} s checkpoint" if checkpoint < line["budget_seconds"] else ""
+    return f"{line['best']} ({fmt.perplexity(line['best_ppl'], line['best_ratio'])}{earlier})"
+
+
+def recommendation_lines(lines: list[dict]) -> list[str]:
+    """The recommendation in words, one sentence per corpus: its longest budget's answer."""
+    last = {line["dataset"]: line for line in lines}
+    return [
+        f"{dataset} (V = {line['vocab_size']:,}), {line['budget_seconds']:g} s of training: "
+        + (
+            f"{line['best']} ({fmt.perplexity(line['best_ppl'], line['best_ratio'])})"
+            if line.get("ranked", True)
+            else f"cannot rank: {line['verdict']}"
+        )
+        for dataset, line in last.items()
+    ]
 
 
 def _tokens_cell(row: QualityRow) -> str:
@@ -339,7 +358,7 @@ def _summary_caption(results: dict, config: BenchConfig) -> str:
     quality_part = (
         "perplexities are exact test perplexities of the same NNLM trained with each layer on "
         + " and ".join(f"`{d}`" for d in datasets if d)
-        + " (ratio to the synthetic language's floor in brackets); "
+        + (" (ratio to the synthetic language's floor in brackets); " if config.corpus is None else "; ")
         if any(datasets)
         else "no quality run; "
     )
@@ -386,10 +405,27 @@ def _speed_caption(config: BenchConfig) -> str:
 
 def _quality_caption(config: BenchConfig) -> str:
     q = config.quality
+    data = (
+        f"`{config.corpus}`, all of its training split"
+        if config.corpus is not None
+        else f"synthetic {q.train_tokens:,} tokens with a within-class Zipf exponent of {q.zipf:g}"
+    )
+    brown = "all" if q.brown_train_tokens is None else f"{q.brown_train_tokens:,}"
+    rows = (
+        "every row" if q.all_rows or config.outputs is not None else "the first declared form of each registered layer"
+    )
+    repeats = (
+        ""
+        if not q.seed_repeats
+        else f"; `{reference_output()}` also with seed{'s' if q.seed_repeats > 1 else ''} "
+        + ", ".join(str(config.seed + r) for r in range(1, q.seed_repeats + 1))
+        + ", for the seed-to-seed spread"
+    )
     return (
-        f"NNLM {q.model_kwargs}, trained for {q.budget_seconds:g} s of wall time per layer (evaluation "
-        "excluded; as many passes over the training split as fit: synthetic "
-        f"{q.train_tokens:,} tokens with a within-class Zipf exponent of {q.zipf:g}, Brown {'all' if q.brown_train_tokens is None else f'{q.brown_train_tokens:,}'}), "
+        f"NNLM {q.model_kwargs}, {rows}{repeats}, trained for {q.budget_seconds:g} s of wall time per layer "
+        f"(evaluation excluded; as many passes over the training split as fit: {data}"
+        + ("" if config.brown is None else f", Brown {brown}")
+        + "), "
         f"batch {q.batch_size}, {q.threads or 'all'} intra-op thread(s), "
         f"optimiser {q.optimizer} (lr {q.lr}), seed {config.seed}, "
         + (
@@ -413,6 +449,9 @@ def _recommendation_caption() -> str:
         f"after that much training, and the layer whose kept model came within {100 * TOLERANCE:g}% of that "
         "perplexity first (the training time at which it did). The model kept is, where every layer of the corpus "
         f"has validation perplexities, the {ON_VALIDATION} among those due by the budget (what early stopping "
-        "keeps: a layer that overfits is judged by its best model), otherwise the model at the budget. Measured on "
+        "keeps: a layer that overfits is judged by its best model), otherwise the model at the budget. No layer is "
+        "named where the budget cannot rank them: where the validation perplexity of most layers rose since the "
+        "previous checkpoint, or where other layers came within the seed-to-seed spread of the best (the spread "
+        f"of `{reference_output()}`'s runs with different seeds, where the run has them). Measured on "
         "this run's machine: a loaded or different machine moves the time axis, and with it the answer."
     )

@@ -11,14 +11,14 @@ from tqdm import tqdm
 
 from bigvocab.bench.harness import formatting
 from bigvocab.bench.harness.config import BenchConfig
-from bigvocab.bench.harness.journal import BenchJournal
+from bigvocab.bench.harness.journal import JOURNAL_NAME, BenchJournal
 from bigvocab.bench.harness.machine import describe_machine
-from bigvocab.bench.harness.plots import write_plots
+from bigvocab.bench.harness.plots import PLOT_FILES, write_plots
 from bigvocab.bench.harness.rows import SpeedRow
 from bigvocab.bench.harness.selection import select_candidates
 from bigvocab.bench.report import summarise, write_csv, write_json, write_markdown
 from bigvocab.bench.suites.memory import measure_memory, memory_spec
-from bigvocab.bench.suites.quality import quality_tasks, run_quality_task
+from bigvocab.bench.suites.quality import quality_candidates, quality_tasks, run_quality_task
 from bigvocab.bench.suites.recommend import recommend
 from bigvocab.bench.suites.roofline import (
     add_roofline_fractions,
@@ -29,13 +29,17 @@ from bigvocab.bench.suites.roofline import (
     probe_table_rows,
 )
 from bigvocab.bench.suites.speed import measure_vocab
+from bigvocab.data.corpora import check_corpus_spec
 from bigvocab.errors import ConfigError
 from bigvocab.train.rundir import CLI_SPELLING, RunLock
 from bigvocab.validation import check_nonnegative_int, check_positive_float, check_positive_int
 
+#: What a finished run leaves in its ``out`` directory, besides its plots.
+REPORT_FILES = ("report.md", "results.json", "results.csv")
+
 
 def check_config(config: BenchConfig) -> torch.device:
-    """Validate sizes and the device before anything long starts."""
+    """Validate sizes, the device and the corpora before anything long starts."""
     for name in ("hidden", "batch", "repeats", "max_eval_elements"):
         check_positive_int(name, getattr(config, name))
     if config.num_samples is not None:
@@ -54,9 +58,24 @@ def check_config(config: BenchConfig) -> torch.device:
         raise ConfigError(f"device {config.device!r} was asked for but CUDA is not available here")
     if device.type not in ("cpu", "cuda"):
         raise ConfigError(f"the benchmark runs on 'cpu' or 'cuda' devices, got {config.device!r}")
-    if config.brown is not None and not Path(config.brown).exists():
-        raise ConfigError(f"--brown path {str(config.brown)!r} does not exist")
+    if config.brown is not None:
+        check_corpus_spec(f"brown-bengio:{config.brown}")
+    if config.corpus is not None:
+        check_corpus_spec(config.corpus)
     return device
+
+
+def check_out(out: Path | None, *, resume: bool, overwrite: bool) -> None:
+    """Refuse to write over the files of a finished run in ``out`` unless ``overwrite``, as
+    ``bigvocab train`` refuses a finished run directory (an unfinished one is the journal's)."""
+    if out is None or resume or overwrite or (Path(out) / JOURNAL_NAME).exists():
+        return
+    present = [name for name in REPORT_FILES if (Path(out) / name).exists()]
+    if present:
+        raise ConfigError(
+            f"{str(out)!r} holds a finished benchmark run ({present[0]}); pass --overwrite to replace it, "
+            "or choose another --out"
+        )
 
 
 class _Printer:
@@ -95,9 +114,12 @@ def run_bench(
     and where each piece ran), ``files``. Lines of the terminal table go to ``stream`` (None: silent).
 
     Raises:
+        ConfigError: bad settings, a corpus that is missing or of the wrong kind, or a finished run
+            in ``config.out`` (without ``overwrite``): before anything is measured.
         RunLockedError: another run holds ``config.out``.
     """
     device = check_config(config)
+    check_out(config.out, resume=resume, overwrite=overwrite)
     candidates = select_candidates(config.outputs)
     tasks = [] if config.skip_quality else quality_tasks(config)
     with RunLock(config.out, CLI_SPELLING) if config.out is not None else contextlib.nullcontext():
@@ -115,7 +137,8 @@ def _run(config: BenchConfig, device: torch.device, candidates, tasks, journal: 
         "quality": [],
         "notes": [],
     }
-    total = (0 if config.skip_speed else len(config.vocab_sizes) * len(candidates)) + len(tasks) * len(candidates)
+    trained = quality_candidates(candidates, config)
+    total = (0 if config.skip_speed else len(config.vocab_sizes) * len(candidates)) + len(tasks) * len(trained)
     printer = _Printer(total, config.progress, stream)
     if len(journal.pieces) > 1:
         printer.line(
@@ -127,7 +150,7 @@ def _run(config: BenchConfig, device: torch.device, candidates, tasks, journal: 
             _speed_phase(config, device, candidates, results, printer, journal)
         for task in tasks:
             printer.line(f"\nquality: NNLM on {task.name}\n{formatting.QUALITY_HEADER}")
-            results["quality"] += _quality_rows(task, candidates, config, printer, journal)
+            results["quality"] += _quality_rows(task, trained, config, printer, journal)
         if config.word2vec:
             results["word2vec"] = journal.word2vec or _word2vec_phase(config, printer, journal)
     finally:
@@ -238,12 +261,15 @@ def _bandwidth_line(vocab_size: int, width: int, rates: dict) -> str:
 
 
 def write_outputs(results: dict, config: BenchConfig, out_dir: Path) -> list[Path]:
-    """results.json, results.csv, the plots (if matplotlib is there) and report.md."""
+    """results.json, results.csv, the plots (if matplotlib is there) and report.md; a plot of a
+    run replaced with ``--overwrite`` that this run does not draw is removed, not left beside it."""
     out_dir.mkdir(parents=True, exist_ok=True)
     plots: list[Path] = []
     if config.plots:
         plots, notes = write_plots(results, out_dir)
         results["notes"] += notes
+    for name in set(PLOT_FILES) - {plot.name for plot in plots}:
+        (out_dir / name).unlink(missing_ok=True)
     markdown = write_markdown(results, config, out_dir / "report.md", plots=plots)
     written = [write_json(results, out_dir / "results.json"), write_csv(results, out_dir / "results.csv"), markdown]
     return written + plots

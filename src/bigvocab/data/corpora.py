@@ -60,18 +60,37 @@ _SPLIT_FILES = ("{}.txt", "ptb.{}.txt", "wiki.{}.tokens")
 FINGERPRINT_BYTES = 1 << 20
 
 
-def corpus_kind(name: str, form: str, *, builds_vocabulary: bool = True) -> Callable:
+def corpus_kind(
+    name: str, form: str, *, check: Callable[[str, str], object] | None = None, builds_vocabulary: bool = True
+) -> Callable:
     """Register a loader in :data:`~bigvocab.registry.CORPORA` under ``name``
     (``name -> loader(spec, arg, options)``); ``form`` shows how a spec of this kind is written,
-    and the loader's docstring's first paragraph describes it. ``builds_vocabulary`` False: the
-    kind has a fixed vocabulary and refuses ``min_count`` and ``max_size``."""
+    and the loader's docstring's first paragraph describes it. ``check(spec, arg)``, when given,
+    raises what the loader would for a missing path or bad options, without reading the corpus. ``builds_vocabulary`` False: the kind has a fixed vocabulary and refuses
+    ``min_count`` and ``max_size``."""
 
     def decorate(loader: Callable) -> Callable:
         loader.form = form  # type: ignore[attr-defined]
+        loader.check = check  # type: ignore[attr-defined]
         loader.builds_vocabulary = builds_vocabulary  # type: ignore[attr-defined]
         return CORPORA.register(name)(loader)
 
     return decorate
+
+
+def check_corpus_spec(spec: str) -> None:
+    """The error :func:`load_corpus` would give for ``spec``'s kind, path or options, found without
+    reading the corpus: what a long job checks before it starts."""
+    check = _kind(spec).check  # type: ignore[attr-defined]
+    if check is not None:
+        check(spec, spec.partition(":")[2])
+
+
+def _kind(spec: str) -> Callable:
+    kind = spec.partition(":")[0]
+    if kind not in CORPORA:
+        raise UnknownNameError(unknown_name_message("corpus kind", kind, CORPORA.names()) + "; write KIND:PATH")
+    return CORPORA.get(kind)
 
 
 def builds_vocabulary(spec: str) -> bool:
@@ -169,10 +188,7 @@ def load_corpus(
         vocab: encode every split with this vocabulary instead of building one from train (to
             evaluate a trained model on its own or on another corpus).
     """
-    kind, _, arg = spec.partition(":")
-    if kind not in CORPORA:
-        raise UnknownNameError(unknown_name_message("corpus kind", kind, CORPORA.names()) + "; write KIND:PATH")
-    return CORPORA.get(kind)(spec, arg, _Options(min_count, max_size, progress, vocab))
+    return _kind(spec)(spec, spec.partition(":")[2], _Options(min_count, max_size, progress, vocab))
 
 
 def portable_spec(spec: str) -> str:
@@ -233,7 +249,20 @@ def fingerprint_difference(stored: dict | None, current: dict | None) -> str | N
     return None
 
 
-@corpus_kind("synthetic", "synthetic[:vocab_size=V,num_classes=K,tokens=N,seed=S]", builds_vocabulary=False)
+def _check_synthetic(spec: str, arg: str) -> None:
+    _parse_synthetic(arg)
+
+
+def _check_file(spec: str, arg: str) -> None:
+    _existing(arg, spec, directory=False)
+
+
+@corpus_kind(
+    "synthetic",
+    "synthetic[:vocab_size=V,num_classes=K,tokens=N,seed=S]",
+    check=_check_synthetic,
+    builds_vocabulary=False,
+)
 def _load_synthetic(spec: str, arg: str, options: _Options) -> Corpus:
     """The embedded synthetic language (the default); its perplexity floor is known."""
     if options.min_count is not None or options.max_size is not None:
@@ -296,7 +325,7 @@ def _parse_number(key: str, text: str, *, integer: bool) -> float:
     return number
 
 
-@corpus_kind("text", "text:PATH")
+@corpus_kind("text", "text:PATH", check=_check_file)
 def _load_text(spec: str, arg: str, options: _Options) -> Corpus:
     """One whitespace-tokenised sentence a line, split 80/10/10 by lines."""
     path = _existing(arg, spec, directory=False)
@@ -310,12 +339,16 @@ def _load_text(spec: str, arg: str, options: _Options) -> Corpus:
     return _assemble(spec, interner, parts, options, {"source": str(path), "split": "80/10/10 lines"})
 
 
-@corpus_kind("dir", "dir:PATH")
+def _split_files(spec: str, arg: str) -> tuple[Path, list[Path]]:
+    folder = _existing(arg, spec, directory=True)
+    return folder, [_split_file(folder, split) for split in ("train", "valid", "test")]
+
+
+@corpus_kind("dir", "dir:PATH", check=_split_files)
 def _load_dir(spec: str, arg: str, options: _Options) -> Corpus:
     """Train/valid/test files in a directory (train.txt, ptb.train.txt or wiki.train.tokens ...)."""
-    folder = _existing(arg, spec, directory=True)
+    folder, files = _split_files(spec, arg)
     interner = _Interner()
-    files = [_split_file(folder, split) for split in ("train", "valid", "test")]
     parts = [_read_files([f], interner, options, sentences=True) for f in files]
     return _assemble(spec, interner, parts, options, {"source": str(folder), "files": [f.name for f in files]})
 
@@ -330,7 +363,7 @@ def _split_file(folder: Path, split: str) -> Path:
     return found[0]
 
 
-@corpus_kind("brown", "brown:PATH")
+@corpus_kind("brown", "brown:PATH", check=lambda spec, arg: _brown_files(spec, arg))
 def _load_brown(spec: str, arg: str, options: _Options) -> Corpus:
     """The tagged Brown corpus, tags stripped, split 80/10/10 by words."""
     interner, stream, meta = _read_brown(spec, arg, options)
@@ -340,7 +373,7 @@ def _load_brown(spec: str, arg: str, options: _Options) -> Corpus:
     return _assemble(spec, interner, parts, options, {**meta, "split": "80/10/10 words"})
 
 
-@corpus_kind("brown-bengio", "brown-bengio:PATH")
+@corpus_kind("brown-bengio", "brown-bengio:PATH", check=lambda spec, arg: _brown_files(spec, arg))
 def _load_brown_bengio(spec: str, arg: str, options: _Options) -> Corpus:
     """Brown as in Bengio et al. (2003): 800k/200k/rest words, rare words become <unk>.
 
@@ -389,7 +422,7 @@ def _read_brown(spec: str, arg: str, options: _Options) -> tuple[_Interner, np.n
     return interner, stream, {"source": str(folder), "files": len(files)}
 
 
-@corpus_kind("text8", "text8:PATH")
+@corpus_kind("text8", "text8:PATH", check=_check_file)
 def _load_text8(spec: str, arg: str, options: _Options) -> Corpus:
     """Mahoney's text8, split 90/5/5 by words."""
     path = _existing(arg, spec, directory=False)

@@ -3,7 +3,9 @@
 The quick preset is sized so that speed *and* quality finish in under ten minutes on two quiet
 CPU cores: a full-softmax step at V = 100k, H = 256, N = 128 takes about 0.4 s there and every
 layer is paired with one such step per repetition, slow operations get fewer repetitions
-(``op_budget_seconds``) and every quality run trains for the same few seconds. The full
+(``op_budget_seconds``), and the quality runs train each layer in its first declared form for
+12 s on one small language where the models learn rather than overfit in that time
+(``docs/design/bench-quick-quality.md``). The full
 preset adds V = 1M with N = 1024 (a full step there takes tens of seconds) and quality runs long
 enough for ``full`` to come within 1.5x of the synthetic floor at V = 10k: hours on the same machine.
 """
@@ -29,34 +31,40 @@ class QualityConfig:
 
     #: V of the "small vocabulary" synthetic language.
     small_vocab: int = 2_000
-    #: V of the "large vocabulary" synthetic language.
-    large_vocab: int = 10_000
+    #: V of the "large vocabulary" synthetic language (None: the small one only).
+    large_vocab: int | None = None
     #: classes of the synthetic language (its bigram structure lives on classes).
     num_classes: int = 50
     #: exponent of the synthetic language's within-class Zipf law (``SyntheticLanguage``'s zipf).
-    zipf: float = 1.0
+    zipf: float = 1.5
     #: tokens of the synthetic training split (valid and test a tenth each).
-    train_tokens: int = 25_000
+    train_tokens: int = 200_000
     #: exact test (and validation) perplexity on the first this many tokens of each split (None:
     #: the whole split); both are computed at every checkpoint, so a large V makes them the cost
     #: that counts.
-    test_tokens: int | None = None
+    test_tokens: int | None = 10_000
     #: tokens of the Brown training split used per layer (None: all 800k, i.e. one epoch).
     brown_train_tokens: int | None = 200_000
     #: training wall time of every layer (evaluation excluded).
-    budget_seconds: float = 4.0
+    budget_seconds: float = 12.0
     #: fractions of the budget at which the exact perplexities are measured (the last is 1).
     checkpoints: tuple[float, ...] = (0.125, 0.25, 0.5, 1.0)
     #: intra-op threads while training (None: torch's setting). The NNLM's matrices are small, so
     #: extra threads buy little, and on a shared machine they mostly wait for each other.
     threads: int | None = 1
-    batch_size: int = 128
+    batch_size: int = 256
     #: optimiser name and learning rate of ``bigvocab.train.TrainConfig``, the same for every layer
-    #: (Adam: sparse rows go to SparseAdam, so sampled and tree layers keep sparse steps).
-    optimizer: str = "adam"
-    lr: float = 0.01
+    #: (Adagrad keeps sparse steps for the sampled and tree layers' rows).
+    optimizer: str = "adagrad"
+    lr: float = 0.1
     #: keyword arguments of the ``nnlm`` model (``bigvocab.models.build_model``).
     model_kwargs: dict = field(default_factory=lambda: {"embedding_dim": 32, "hidden_dim": 64, "context": 3})
+    #: train every row (each declared form of each layer, e.g. every hsm tree, and the PyTorch
+    #: peers), or only the first declared form of each registered layer.
+    all_rows: bool = False
+    #: extra runs of the reference layer with seeds ``seed + 1 ...``: their spread is the noise
+    #: below which the recommendation does not rank two layers.
+    seed_repeats: int = 1
 
 
 @dataclass
@@ -87,6 +95,8 @@ class BenchConfig:
     seed: int = 0
     out: Path | None = Path("bench-out")
     brown: Path | None = None
+    #: a ``load_corpus`` spec (``text:PATH`` ...) whose quality runs replace the synthetic language's.
+    corpus: str | None = None
     skip_speed: bool = False
     skip_quality: bool = False
     measure_memory: bool = True
@@ -99,7 +109,8 @@ class BenchConfig:
     @classmethod
     def quick(cls, **overrides) -> BenchConfig:
         """Under ten minutes on two quiet CPU cores: V in {10k, 100k}, N = 128, three repetitions,
-        quality runs of 4 s of training per layer on 25k-token splits."""
+        quality runs of 12 s of training per layer (first declared forms, plus a second seed of the
+        reference) on a V = 2k language with 200k training tokens."""
         return cls(mode="quick", **overrides)
 
     @classmethod
@@ -128,6 +139,8 @@ class BenchConfig:
             optimizer="adagrad",
             lr=0.1,
             model_kwargs={"embedding_dim": 32, "hidden_dim": 128, "context": 4},
+            all_rows=True,
+            seed_repeats=0,
         )
         settings: dict[str, Any] = dict(
             mode="full",

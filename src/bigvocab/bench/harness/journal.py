@@ -20,6 +20,7 @@ from pathlib import Path
 
 from bigvocab.bench.harness.config import BenchConfig
 from bigvocab.bench.harness.rows import QualityRow, SpeedRow, json_safe
+from bigvocab.data.corpora import corpus_fingerprint, fingerprint_difference
 from bigvocab.errors import ConfigError
 from bigvocab.files import atomic_write_text, remove_stale_temporaries
 
@@ -27,10 +28,19 @@ JOURNAL_NAME = "journal.json"
 VERSION = 2
 #: Settings that say how a run is shown, not what it measures: they may differ between pieces.
 PRESENTATION_KEYS = ("out", "progress")
+#: Settings that name data by its path: a piece may find the same files in another place.
+DATA_KEYS = {"brown": "brown-bengio:{}", "corpus": "{}"}
 
 
 def _measured_settings(config: BenchConfig) -> dict:
+    """The settings a resumed piece must share with the run; the data by what its files hold
+    (:func:`~bigvocab.data.corpora.corpus_fingerprint`), not where they are."""
     settings = json_safe(config.to_dict())
+    for key, form in DATA_KEYS.items():
+        if settings.get(key) is not None:
+            spec = form.format(settings[key])
+            fingerprint = corpus_fingerprint(spec)
+            settings[key] = {"spec": spec} if fingerprint is None else {"kind": spec.partition(":")[0], **fingerprint}
     return {key: value for key, value in settings.items() if key not in PRESENTATION_KEYS}
 
 
@@ -110,7 +120,7 @@ class BenchJournal:
     def _check_settings(path: Path, stored: dict, given: dict) -> None:
         changed = sorted(key for key in stored.keys() | given.keys() if stored.get(key) != given.get(key))
         if changed:
-            shown = "; ".join(f"{key}: {stored.get(key)!r} in the run, {given.get(key)!r} now" for key in changed)
+            shown = "; ".join(_difference(key, stored.get(key), given.get(key)) for key in changed)
             raise ConfigError(
                 f"--resume continues the run in {str(path.parent)!r} with the options it started with; these "
                 f"differ ({shown}). Give the same options (and --full if it was a --full run)."
@@ -245,3 +255,11 @@ class BenchJournal:
         """The run's files are written: the journal has served."""
         if self.path is not None:
             self.path.unlink(missing_ok=True)
+
+
+def _difference(key: str, stored, given) -> str:
+    """How setting ``key`` differs, in words; for data, what differs in its files."""
+    if key in DATA_KEYS and isinstance(stored, dict) and isinstance(given, dict) and "files" in stored:
+        if "files" in given and stored["kind"] == given["kind"]:
+            return f"{key}: the files are not the run's ({fingerprint_difference(stored, given)})"
+    return f"{key}: {stored!r} in the run, {given!r} now"

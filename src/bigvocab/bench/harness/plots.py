@@ -1,13 +1,17 @@
 """PNG plots of a run (matplotlib is optional: ``pip install bigvocab[plot]``).
 
 * ``speedup_vs_vocab.png`` -- training speed-up over ``full`` against V, log-log, with the
-  interquartile range of the paired ratios as error bars.
+  interquartile range of the paired ratios as error bars, the legend beside the axes.
 * ``perplexity_vs_time.png`` -- exact test perplexity (as a ratio to the floor where it is known)
   against training wall time, one curve per layer (its label at the curve's end, moved apart from
   its neighbours' where curves end close together but kept inside the panel, and in one legend
   below the panels, clear of the curves), one panel per corpus, ticks at the time budgets; a
   ring marks each layer's checkpoint with the lowest validation perplexity, where it was measured
   (the model early stopping keeps, which the recommendation quotes).
+* ``recommendation.png`` -- the recommendation drawn: one panel per corpus (so per vocabulary
+  size), the kept model's perplexity of every layer at each time budget (grey), the best layer's
+  named in its colour, the seed-to-seed spread as a band about it, and "cannot rank" where the
+  budget could not separate the layers.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ from typing import cast
 
 from bigvocab.bench.harness.rows import QualityRow, SpeedRow
 from bigvocab.outputs.factory import reference_output
+
+#: The files :func:`write_plots` may draw.
+PLOT_FILES = ("speedup_vs_vocab.png", "perplexity_vs_time.png", "recommendation.png")
 
 MISSING_MATPLOTLIB = "matplotlib is not installed, so no plots were drawn (pip install 'bigvocab[plot]')"
 
@@ -45,6 +52,8 @@ def write_plots(results: dict, out_dir: Path) -> tuple[list[Path], list[str]]:
     ok_quality = [r for r in results.get("quality", []) if r.test_ppl is not None]
     if ok_quality:
         written.append(_perplexity_plot(plt, ok_quality, out_dir / "perplexity_vs_time.png"))
+    if results.get("recommendation") and ok_quality:
+        written.append(_recommendation_plot(plt, results["recommendation"], ok_quality, out_dir / "recommendation.png"))
     return written, []
 
 
@@ -55,7 +64,7 @@ def _style(plt, index: int) -> dict:
 
 
 def _speedup_plot(plt, rows: list[SpeedRow], path: Path) -> Path:
-    figure, axes = plt.subplots(figsize=(8, 5.5))
+    figure, axes = plt.subplots(figsize=(10, 5.5))
     for index, label in enumerate(dict.fromkeys(r.approach for r in rows)):
         mine = sorted((r for r in rows if r.approach == label), key=lambda r: r.vocab_size)
         sizes = [r.vocab_size for r in mine]
@@ -70,7 +79,8 @@ def _speedup_plot(plt, rows: list[SpeedRow], path: Path) -> Path:
     axes.set_xlabel("vocabulary size V")
     axes.set_ylabel(f"training speed-up over {reference_output()}")
     axes.set_title("Training step speed-up (median of paired ratios, IQR bars)")
-    axes.legend(fontsize=7, ncol=2)
+    # Beside the axes, not on them: twenty rows of legend would hide the curves they name.
+    axes.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
@@ -80,7 +90,7 @@ def _speedup_plot(plt, rows: list[SpeedRow], path: Path) -> Path:
 def _perplexity_plot(plt, rows: list[QualityRow], path: Path) -> Path:
     datasets = list(dict.fromkeys(r.dataset for r in rows))
     labels = list(dict.fromkeys(r.approach for r in rows))
-    legend_rows = math.ceil(len(labels) / _LEGEND_COLUMNS)
+    legend_rows = math.ceil((len(labels) + 1) / min(_LEGEND_COLUMNS, _LEGEND_COLUMNS_PER_PANEL * len(datasets)))
     # The legend sits below the panels, so it never hides a curve; the figure grows to hold it.
     legend_inches = 0.3 + 0.17 * legend_rows
     figure, panels = plt.subplots(1, len(datasets), figsize=(7.5 * len(datasets), 5.5 + legend_inches), squeeze=False)
@@ -107,13 +117,20 @@ def _perplexity_plot(plt, rows: list[QualityRow], path: Path) -> Path:
         if relative:
             axes.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
         axes.set_xscale("log")
-        axes.set_yscale("log")  # a diverged layer sits orders of magnitude above the rest
+        axes.set_yscale("log")
         _tick_at_budgets(axes, sorted({p.budget_seconds for r in mine for p in r.curve}))
-        ends = [(r.curve[-1], r.approach) for r in mine]
         # relative: every point has a ratio
-        _label_curve_ends(
-            axes, [(label, p.train_seconds, cast(float, p.ppl_ratio) if relative else p.test_ppl) for p, label in ends]
-        )
+        curves = [[cast(float, p.ppl_ratio) if relative else p.test_ppl for p in r.curve] for r in mine]
+        top = _clip_top(axes, [v for curve in curves for v in curve])
+        ends = [
+            (
+                r.approach if v[-1] <= top else f"{r.approach} (off the scale)",
+                r.curve[-1].train_seconds,
+                min(v[-1], top),
+            )
+            for r, v in zip(mine, curves)
+        ]
+        _label_curve_ends(axes, ends)
         axes.set_xlabel("training wall time (s)")
         axes.set_ylabel("exact test perplexity / floor" if relative else "exact test perplexity")
         axes.set_title(dataset)
@@ -127,7 +144,8 @@ def _perplexity_plot(plt, rows: list[QualityRow], path: Path) -> Path:
         where = names.index(_KEPT_LABEL)
         handles.append(handles.pop(where))
         names.append(names.pop(where))
-    figure.legend(handles, names, loc="lower center", ncol=_LEGEND_COLUMNS, fontsize=7, frameon=False)
+    columns = min(_LEGEND_COLUMNS, _LEGEND_COLUMNS_PER_PANEL * len(datasets))
+    figure.legend(handles, names, loc="lower center", ncol=columns, fontsize=7, frameon=False)
     figure.tight_layout(rect=(0, legend_inches / figure.get_figheight(), 1, 1))
     figure.savefig(path, dpi=120)
     plt.close(figure)
@@ -142,8 +160,25 @@ _KEPT_LABEL = "lowest validation perplexity (kept)"
 #: 7-point line is about 2% of the 5.5-inch figure's axes.
 _LABEL_GAP = 0.03
 
-#: entries per row of the shared legend below the panels.
+#: entries per row of the shared legend below the panels, at most, and as many as one panel's
+#: width holds.
 _LEGEND_COLUMNS = 6
+_LEGEND_COLUMNS_PER_PANEL = 4
+
+
+#: A curve this many times above the lowest perplexity of its panel is drawn off the scale: one
+#: diverged layer (1e12 times the floor) would otherwise flatten every other curve.
+_OFF_SCALE = 100.0
+
+
+def _clip_top(axes, values: list[float]) -> float:
+    """Set the log y axis's top to the highest of ``values`` within :data:`_OFF_SCALE` times the
+    lowest (with a margin); returns the highest value kept on the scale."""
+    low = min(values)
+    top = max(v for v in values if v <= _OFF_SCALE * low)
+    if max(values) > top:
+        axes.set_ylim(top=top * 1.5)
+    return top
 
 
 def _tick_at_budgets(axes, times: list[float]) -> None:
@@ -212,3 +247,62 @@ def _push_inside(placed: list[float], order: list[int], gap: float, bounds: tupl
     for index in reversed(order):
         placed[index] = min(placed[index], ceiling)
         ceiling = placed[index] - gap
+
+
+def _recommendation_plot(plt, lines: list[dict], rows: list[QualityRow], path: Path) -> Path:
+    datasets = list(dict.fromkeys(line["dataset"] for line in lines))
+    labels = list(dict.fromkeys(r.approach for r in rows))
+    figure, panels = plt.subplots(1, len(datasets), figsize=(6.5 * len(datasets), 5), squeeze=False)
+    for axes, dataset in zip(panels[0], datasets):
+        mine = [line for line in lines if line["dataset"] == dataset]
+        ranked = [r for r in rows if r.dataset == dataset and not r.repeat and r.status == "ok"]
+        relative = all(p.ppl_ratio is not None for r in ranked for p in r.curve)
+        on_validation = mine[0]["on_validation"]
+
+        budgets = [line["budget_seconds"] for line in mine]
+        drawn: list[float] = []
+        for row in ranked:
+            kept = [row.kept_point(budget, on_validation) for budget in budgets]
+            shown = [(b, cast(float, p.ppl_ratio) if relative else p.test_ppl) for b, p in zip(budgets, kept) if p]
+            axes.plot(*zip(*shown), color="0.8", linewidth=0.8, marker=".", zorder=1)
+            drawn += [value for _, value in shown]
+        best = [line["best_ratio"] if relative else line["best_ppl"] for line in mine]
+        spreads = [line.get("seed_spread") for line in mine]
+        if all(spread is not None for spread in spreads):
+            low = [b / (1 + cast(float, s)) for b, s in zip(best, spreads)]
+            high = [b * (1 + cast(float, s)) for b, s in zip(best, spreads)]
+            axes.fill_between(budgets, low, high, color="0.85", alpha=0.6, zorder=0, label="seed-to-seed spread")
+            axes.legend(fontsize=7, loc="upper right")
+        axes.plot(budgets, best, color="black", linewidth=1.2, zorder=2)
+        for line, budget, y in zip(mine, budgets, best):
+            if line.get("ranked", True):
+                color = _style(plt, labels.index(line["best"]))["color"]
+                axes.plot(budget, y, marker="o", markersize=9, color=color, zorder=3)
+                text = line["best"]
+            else:
+                axes.plot(budget, y, marker="o", markersize=9, markerfacecolor="white", color="black", zorder=3)
+                text = "cannot rank:\n" + _why_unranked(line)
+            axes.annotate(text, (budget, y), xytext=(0, 10), textcoords="offset points", ha="center", fontsize=7)
+        if relative:
+            axes.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
+        axes.set_xscale("log")
+        axes.set_yscale("log")
+        _clip_top(axes, best + drawn)
+        _tick_at_budgets(axes, budgets)
+        axes.set_xlim(budgets[0] / 1.4, budgets[-1] * 1.4)  # room for the names above the first and last points
+        axes.set_xlabel("training time budget (s)")
+        axes.set_ylabel("kept model's exact test perplexity" + (" / floor" if relative else ""))
+        axes.set_title(f"{dataset}: best layer per budget (V = {mine[0]['vocab_size']:,})", fontsize=10)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+def _why_unranked(line: dict) -> str:
+    """Short enough to sit above a point: the tied layers (three at most), or that most overfit."""
+    if not line.get("tied"):
+        return f"{line['rising']} of {line['layers']} overfit"
+    tied = [line["best"], *line["tied"]]
+    shown = "\n".join(tied[:3])
+    return shown + (f"\n+{len(tied) - 3} more" if len(tied) > 3 else "")

@@ -153,6 +153,8 @@ class QualityRow:
     #: the synthetic language's lowest possible perplexity exp(H); None for a real corpus.
     floor_ppl: float | None
     threads: int
+    #: 0, or r: the reference layer trained again with the run's seed + r (the seed-to-seed spread).
+    repeat: int = 0
     phase: str = "quality"
     options: dict = field(default_factory=dict)
     params: int | None = None
@@ -173,6 +175,15 @@ class QualityRow:
         if not due or any(point.valid_ppl is None for point in due):
             return None
         return min(due, key=lambda point: cast(float, point.valid_ppl))  # none is None (checked above)
+
+    def kept_point(self, budget: float, on_validation: bool) -> CurvePoint | None:
+        """The checkpoint a user with ``budget`` seconds keeps: the lowest validation perplexity
+        among those due by ``budget`` (``on_validation``), else the one at ``budget``; None when
+        the curve has no point at ``budget``."""
+        at_budget = next((point for point in self.curve if point.budget_seconds == budget), None)
+        if at_budget is None or not on_validation:
+            return at_budget
+        return self.best_on_validation(budget)
 
     @classmethod
     def from_dict(cls, record: dict) -> QualityRow:

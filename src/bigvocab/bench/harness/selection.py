@@ -22,12 +22,14 @@ from bigvocab.registry import OUTPUTS, PEERS, unknown_name_message
 
 @dataclass(frozen=True)
 class Candidate:
-    """One row: ``label`` as shown, ``method`` as registered (or a peer name), extra ``options``."""
+    """One row: ``label`` as shown, ``method`` as registered (or a peer name), extra ``options``;
+    ``repeat`` r > 0: a quality run of the reference again, with the run's seed + r."""
 
     label: str
     method: str
     kind: str = "layer"
     options: dict = field(default_factory=dict, hash=False, compare=False)
+    repeat: int = 0
 
     @property
     def is_reference(self) -> bool:

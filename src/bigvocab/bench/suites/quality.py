@@ -10,15 +10,21 @@ the fractions ``checkpoints`` of that budget. Evaluation is not counted as train
 stops a run early; the validation figures let the recommendation (:mod:`bigvocab.bench.suites.recommend`)
 keep, as early stopping would, the checkpoint with the lowest validation perplexity. On the synthetic
 language each perplexity is also given as a ratio to the language's known floor exp(H), the
-lowest any model can reach; Bengio's Brown protocol runs when a Brown path is given.
+lowest any model can reach; Bengio's Brown protocol runs when a Brown path is given, and a user's
+own corpus (any ``load_corpus`` spec) replaces the synthetic language when one is given.
+
+The reference layer is also trained again with other seeds (``seed_repeats``): the spread of its
+runs is the seed-to-seed noise below which the recommendation declines to rank two layers.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -43,23 +49,55 @@ class QualityTask:
 
 
 def quality_tasks(config: BenchConfig) -> list[QualityTask]:
-    """Small- and large-vocabulary synthetic languages, plus Brown when ``config.brown`` is set.
+    """The user's corpus (``config.corpus``) or else the small- and large-vocabulary synthetic
+    languages, plus Brown when ``config.brown`` is set.
 
-    The synthetic training split is exactly the token budget (its test split is a tenth of it).
+    The synthetic training split is exactly the token budget (its test split is a tenth of it); a
+    user's corpus is trained on all of its training split.
     """
     quality = config.quality
-    tasks = [
-        QualityTask(
-            f"synthetic V={vocab}",
-            f"synthetic:vocab_size={vocab},num_classes={min(quality.num_classes, vocab)},zipf={quality.zipf},"
-            f"tokens={quality.train_tokens},seed={config.seed}",
-            quality.train_tokens,
-        )
-        for vocab in (quality.small_vocab, quality.large_vocab)
-    ]
+    if config.corpus is not None:
+        tasks = [QualityTask(corpus_name(config.corpus), config.corpus, None)]
+    else:
+        vocabs = [quality.small_vocab] + ([] if quality.large_vocab is None else [quality.large_vocab])
+        tasks = [
+            QualityTask(
+                f"synthetic V={vocab}",
+                f"synthetic:vocab_size={vocab},num_classes={min(quality.num_classes, vocab)},zipf={quality.zipf},"
+                f"tokens={quality.train_tokens},seed={config.seed}",
+                quality.train_tokens,
+            )
+            for vocab in vocabs
+        ]
     if config.brown is not None:
         tasks.append(QualityTask("brown-bengio", f"brown-bengio:{config.brown}", quality.brown_train_tokens))
     return tasks
+
+
+def corpus_name(spec: str) -> str:
+    """How a user's corpus is shown: its kind and the last part of its path (``text:notes.txt``),
+    which stays the same when ``--resume`` is given the same files in another directory."""
+    kind, _, arg = spec.partition(":")
+    return f"{kind}:{Path(arg).name}" if arg else kind
+
+
+def quality_candidates(candidates: list[Candidate], config: BenchConfig) -> list[Candidate]:
+    """The rows a quality run trains: all of ``candidates`` (``all_rows``, or rows the user chose
+    with ``outputs``) or the first declared form of each registered layer among them, then the
+    reference again with seeds ``seed + 1 ...`` (``seed_repeats``)."""
+    quality = config.quality
+    firsts: dict[str, Candidate] = {}
+    for candidate in candidates:
+        if candidate.kind == "layer":
+            firsts.setdefault(candidate.method, candidate)
+    chosen = candidates if quality.all_rows or config.outputs is not None else list(firsts.values())
+    reference = [c for c in candidates if c.is_reference]
+    repeats = [
+        dataclasses.replace(c, label=f"{c.label} (seed {config.seed + r})", repeat=r)
+        for c in reference
+        for r in range(1, quality.seed_repeats + 1)
+    ]
+    return chosen + repeats
 
 
 def corpus_side_data(corpus, *, seed: int) -> SideData:
@@ -118,6 +156,7 @@ def new_row(dataset: str, candidate: Candidate, corpus, train_ids: torch.Tensor,
     return QualityRow(
         dataset=dataset,
         approach=candidate.label,
+        repeat=candidate.repeat,
         method=candidate.method,
         kind=candidate.kind,
         vocab_size=len(corpus.vocab),
@@ -186,7 +225,8 @@ def train_and_evaluate(
     quality = config.quality
     model_class = MODELS.get(MODEL)
     vocab_size = len(corpus.vocab)
-    torch.manual_seed(config.seed)
+    seed = config.seed + candidate.repeat
+    torch.manual_seed(seed)
     output, shown = build_layer(
         candidate, model_class.output_features(**quality.model_kwargs), vocab_size, side, num_samples=config.num_samples
     )
@@ -197,10 +237,13 @@ def train_and_evaluate(
         optimizer=quality.optimizer,
         lr=quality.lr,
         lr_schedule="none",
-        seed=config.seed,
+        seed=seed,
         device=config.device,
         progress=False,
     )
+    # A copy takes the first step, untimed: it loads compiled kernels and allocates the optimiser's
+    # state, a cost of the process, not of the layer whose row comes first.
+    Trainer(copy.deepcopy(model), train_ids, None, dataclasses.replace(train_config, max_steps=1)).fit()
     # The trainer gets no validation split: the time budget, not early stopping, ends the run;
     # validation perplexity is measured beside the test's, at the checkpoints.
     trainer = Trainer(model, train_ids, None, train_config)
