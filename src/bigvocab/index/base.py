@@ -155,7 +155,8 @@ def build_index(weight: Tensor, bias: Tensor | None = None, *, kind: str, **opti
         raise ConfigError(f"bias must be (V,) = ({weight.shape[0]},), got shape {tuple(bias.shape)}")
     start = time.perf_counter()
     rows, beta = lift_rows(weight, bias)
-    index = build(INDEXES, kind, (rows,), {}, options)
+    # beta goes to the kinds that name it, to lift hidden states of their own (screening's contexts).
+    index = build(INDEXES, kind, (rows,), {"beta": beta}, options)
     index.beta = beta
     index.build_seconds = time.perf_counter() - start
     index.kind = kind

@@ -8,6 +8,8 @@
   below the panels, clear of the curves), one panel per corpus, ticks at the time budgets; a
   ring marks each layer's checkpoint with the lowest validation perplexity, where it was measured
   (the model early stopping keeps, which the recommendation quotes).
+* ``recall_vs_speedup.png`` (``bench --ann``) -- recall@k against the speed-up over exact top-k,
+  one curve per index kind and build, along its search knob.
 """
 
 from __future__ import annotations
@@ -212,3 +214,30 @@ def _push_inside(placed: list[float], order: list[int], gap: float, bounds: tupl
     for index in reversed(order):
         placed[index] = min(placed[index], ceiling)
         ceiling = placed[index] - gap
+
+
+def write_recall_plot(results: dict, path: Path) -> Path | None:
+    """``bench --ann``'s curves: recall@k against the speed-up (log), one per kind and build,
+    through its sweep of search options; None without matplotlib."""
+    plt = _pyplot()
+    if plt is None:
+        return None
+    figure, axes = plt.subplots(figsize=(8, 5.5))
+    curves: dict[str, list[dict]] = {}
+    for row in results["rows"]:
+        build = ", ".join(f"{key}={value}" for key, value in row["build"].items())
+        curves.setdefault(f"{row['kind']} ({build})" if build else row["kind"], []).append(row)
+    for index, (label, rows) in enumerate(curves.items()):
+        axes.plot([r["speedup"] for r in rows], [r["recall"] for r in rows], label=label, **_style(plt, index))
+    axes.set_xscale("log")
+    axes.axvline(1.0, color="grey", linewidth=0.8, linestyle="--")
+    axes.axhline(0.95, color="grey", linewidth=0.8, linestyle=":")
+    k = results["config"]["k"]
+    axes.set_xlabel(f"speed-up over exact top-{k} (median of paired ratios)")
+    axes.set_ylabel(f"recall@{k}")
+    axes.set_title(f"Approximate top-{k}: each curve sweeps its kind's search option")
+    axes.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
