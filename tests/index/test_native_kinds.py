@@ -106,6 +106,9 @@ def test_screening_lists_hold_the_ids_its_contexts_name_most_often():
     probed = nearest_centroids(queries, index.centroids).flatten()
     for q in range(6):
         assert ids[rows == q].tolist() == index.lists[index.offsets[probed[q]] :][:7].tolist()
+    rows, ids = index.tune(nprobe=4, budget=10_000)._candidates(lift_queries(queries, index.beta), 3)
+    for q in range(6):  # every list, each id once
+        assert sorted(ids[rows == q].tolist()) == index.lists.unique().tolist()
 
 
 def test_screening_needs_its_contexts():
