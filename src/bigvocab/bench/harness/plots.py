@@ -217,16 +217,23 @@ def _push_inside(placed: list[float], order: list[int], gap: float, bounds: tupl
 
 
 def write_recall_plot(results: dict, path: Path) -> Path | None:
-    """``bench --ann``'s curves: recall@k against the speed-up (log), one per kind and build,
-    through its sweep of search options; None without matplotlib."""
+    """``bench --ann``'s curves: recall@k against the speed-up (log). One curve per kind, build
+    and setting of its other search options, along the search option it sweeps most (``nprobe``,
+    ``rank``, ``budget``...); None without matplotlib."""
     plt = _pyplot()
     if plt is None:
         return None
-    figure, axes = plt.subplots(figsize=(8, 5.5))
-    curves: dict[str, list[dict]] = {}
+    figure, axes = plt.subplots(figsize=(9, 6))
+    groups: dict[str, list[dict]] = {}
     for row in results["rows"]:
-        build = ", ".join(f"{key}={value}" for key, value in row["build"].items())
-        curves.setdefault(f"{row['kind']} ({build})" if build else row["kind"], []).append(row)
+        build = ", ".join(f"{key}={value}" for key, value in row["build"].items() if key != "seed")
+        groups.setdefault(f"{row['kind']} ({build})" if build else row["kind"], []).append(row)
+    curves: dict[str, list[dict]] = {}
+    for label, rows in groups.items():
+        knob = max(rows[0]["search"], key=lambda name: len({str(r["search"][name]) for r in rows}), default=None)
+        for row in rows:
+            fixed = ", ".join(f"{key}={value}" for key, value in row["search"].items() if key != knob)
+            curves.setdefault(f"{label} {fixed} ({knob})" if knob else label, []).append(row)
     for index, (label, rows) in enumerate(curves.items()):
         axes.plot([r["speedup"] for r in rows], [r["recall"] for r in rows], label=label, **_style(plt, index))
     axes.set_xscale("log")
@@ -235,8 +242,8 @@ def write_recall_plot(results: dict, path: Path) -> Path | None:
     k = results["config"]["k"]
     axes.set_xlabel(f"speed-up over exact top-{k} (median of paired ratios)")
     axes.set_ylabel(f"recall@{k}")
-    axes.set_title(f"Approximate top-{k}: each curve sweeps its kind's search option")
-    axes.legend(fontsize=7)
+    axes.set_title(f"Approximate top-{k}: each curve sweeps one search option (in brackets)")
+    axes.legend(fontsize=6, loc="lower left")
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
