@@ -49,6 +49,7 @@ def test_ann_on_trained_weights_trains_then_measures(tmp_path: Path) -> None:
         ["bash", "benchmarks/ann/trained_1m.sh", str(tmp_path / "run"), str(tmp_path / "ann"), "3"],
         tmp_path,
         CORPUS=TINY,
+        SAMPLES="20",
         KINDS="ivf,screening",
     )
     assert "| ivf |" in out and "| screening |" in out

@@ -8,14 +8,15 @@
 #
 #   benchmarks/ann/trained_1m.sh RUNS_DIR OUT_DIR [STEPS]
 #
-# CORPUS overrides the corpus spec; KINDS the index kinds (default ivf,svd,screening,faiss-ivf,lsh).
+# CORPUS overrides the corpus spec, SAMPLES the layer's num_samples (1024), KINDS the index kinds
+# (default ivf,svd,screening,faiss-ivf,lsh).
 set -euo pipefail
 runs=$1 out=$2 steps=${3:-6000}
 corpus=${CORPUS:-synthetic:vocab_size=1000000,num_classes=100,tokens=4000000}
 python=${PYTHON:-python}
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 "$python" -m bigvocab.cli train --model nnlm --output sampled --corpus "$corpus" --context 2 --embedding-dim 32 \
-  --hidden-dim 128 --no-direct --batch-size 512 --optimizer adagrad --lr 0.1 --lr-schedule none \
+  --hidden-dim 128 --no-direct --num-samples "${SAMPLES:-1024}" --batch-size 512 --optimizer adagrad --lr 0.1 --lr-schedule none \
   --max-steps "$steps" --epochs 1 --skip-perplexity --no-progress --out "$runs" --overwrite
 "$python" -m bigvocab.cli bench --ann --ann-weights "$runs/last.pt" --outputs "${KINDS:-ivf,svd,screening,faiss-ivf,lsh}" \
   --out "$out"
