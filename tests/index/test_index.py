@@ -3,7 +3,6 @@ the index notices stale weights, and bad options get one clear error."""
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 import pytest
@@ -12,6 +11,7 @@ import torch
 import bigvocab
 from bigvocab.errors import ConfigError, UnknownNameError
 from bigvocab.index import StaleIndexError, build_index, list_index_kinds
+from bigvocab.index.optional import installed
 from bigvocab.index.ragged import ragged_topk
 from bigvocab.outputs.factory import output_side_inputs
 
@@ -20,16 +20,8 @@ from bigvocab.outputs.factory import output_side_inputs
 LIBRARY = {"faiss-ivf": "faiss", "faiss-hnsw": "faiss", "hnswlib": "hnswlib"}
 
 
-def _installed(module: str) -> bool:
-    try:
-        importlib.import_module(module)
-    except ImportError:
-        return False
-    return True
-
-
 KINDS = [
-    pytest.param(kind, marks=pytest.mark.skipif(not _installed(LIBRARY[kind]), reason=f"{LIBRARY[kind]} not installed"))
+    pytest.param(kind, marks=pytest.mark.skipif(not installed(LIBRARY[kind]), reason=f"{LIBRARY[kind]} not installed"))
     if kind in LIBRARY
     else kind
     for kind in list_index_kinds()

@@ -44,7 +44,7 @@ class ApproxIndex:
     """Candidates for the top of ``hidden @ weight.T + bias``, from a structure over the rows.
 
     Subclasses take ``(rows, **build_options)`` where rows are the (V, H + 2) lifted rows of
-    :func:`bigvocab.index.mips.lift_rows`, declare the names of their search-time options in
+    :func:`bigvocab.index.mips.lift_rows` (and ``beta``, the lift's bias scale, if they name it), declare the names of their search-time options in
     :attr:`SEARCH_OPTIONS` (settable later with :meth:`tune`), and write :meth:`_candidates`
     and :meth:`memory_bytes`.
     """
