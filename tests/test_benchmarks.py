@@ -44,6 +44,18 @@ def test_parallel_sgd_protocol_runs_every_method(tmp_path: Path) -> None:
     assert all(f"| {name} |" in out for name in ("gradients", "local-sgd", "easgd", "one"))
 
 
+def test_ann_on_trained_weights_trains_then_measures(tmp_path: Path) -> None:
+    out = run(
+        ["bash", "benchmarks/ann/trained_1m.sh", str(tmp_path / "run"), str(tmp_path / "ann"), "3"],
+        tmp_path,
+        CORPUS=TINY,
+        SAMPLES="20",
+        KINDS="ivf,screening",
+    )
+    assert "| ivf |" in out and "| screening |" in out
+    assert (tmp_path / "ann" / "report.md").is_file()
+
+
 def test_ab_step_pairs_two_trees(tmp_path: Path) -> None:
     command = [sys.executable, "benchmarks/ab_step.py", "--before", "src", "--after", "src", "--row", "nce"]
     out = run([*command, "--vocab", "2000", "--repeats", "2", "--steps", "1", "--warmup", "1"], tmp_path)

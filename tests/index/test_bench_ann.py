@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import json
 
 import pytest
 import torch
@@ -20,23 +22,27 @@ def test_recall_counts_shared_ids_per_query():
 
 
 def test_the_ann_bench_writes_a_row_per_sweep_point(tmp_path, monkeypatch):
-    pytest.importorskip("faiss")  # the sweep includes a faiss-ivf row
     monkeypatch.setattr(
         ann,
         "SWEEPS",
         {
             "lsh": [({"bits": 6, "tables": 4}, [{"probes": 0}, {"probes": 2}])],
-            "faiss-ivf": [({"nlist": 8}, [{"nprobe": 8, "candidates": 10}])],
+            "ivf": [({"nlist": 8}, [{"nprobe": 8, "candidates": 10}])],
+            "screening": [({"clusters": 4}, [{"budget": 50}])],
         },
     )
     args = argparse.Namespace(out=tmp_path, vocab_sizes="3000", hidden=16, batch=8, repeats=1, seed=0, outputs=None)
     assert ann.main(args) == 0
     report = (tmp_path / "report.md").read_text()
-    assert report.count("| lsh |") == 2 and report.count("| faiss-ivf |") == 1
-    rows = (tmp_path / "rows.jsonl").read_text().splitlines()
-    assert len(rows) == 3
+    assert report.count("| lsh |") == 2 and report.count("| ivf |") == 1 and report.count("| screening |") == 1
+    assert "with exact log-probabilities (`normalise=True`" in report
+    rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
+    assert len(rows) == 4 and all(0 <= row["p_at_1"] <= 1 and row["speedup_log_softmax"] > 0 for row in rows)
     # nprobe = nlist scans every row: the index path is then exact.
-    assert '"recall": 1.0' in rows[2]
+    assert rows[2]["recall"] == 1.0 and rows[2]["p_at_1"] == 1.0
+    assert rows[3]["build"]["contexts"] == ann.AnnConfig().contexts  # built from training hidden states
+    plotted = importlib.util.find_spec("matplotlib") is not None  # the plot extra
+    assert (tmp_path / "recall_vs_speedup.png").is_file() == plotted
 
 
 def test_fitted_weights_are_a_full_layer_fitted_to_its_queries():

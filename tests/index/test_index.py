@@ -3,7 +3,6 @@ the index notices stale weights, and bad options get one clear error."""
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 import pytest
@@ -12,6 +11,7 @@ import torch
 import bigvocab
 from bigvocab.errors import ConfigError, UnknownNameError
 from bigvocab.index import StaleIndexError, build_index, list_index_kinds
+from bigvocab.index.optional import installed
 from bigvocab.index.ragged import ragged_topk
 from bigvocab.outputs.factory import output_side_inputs
 
@@ -20,23 +20,33 @@ from bigvocab.outputs.factory import output_side_inputs
 LIBRARY = {"faiss-ivf": "faiss", "faiss-hnsw": "faiss", "hnswlib": "hnswlib"}
 
 
-def _installed(module: str) -> bool:
-    try:
-        importlib.import_module(module)
-    except ImportError:
-        return False
-    return True
-
-
 KINDS = [
-    pytest.param(kind, marks=pytest.mark.skipif(not _installed(LIBRARY[kind]), reason=f"{LIBRARY[kind]} not installed"))
+    pytest.param(kind, marks=pytest.mark.skipif(not installed(LIBRARY[kind]), reason=f"{LIBRARY[kind]} not installed"))
     if kind in LIBRARY
     else kind
     for kind in list_index_kinds()
 ]
-#: Small-V settings under which each kind searches enough to be sure on the clustered rows below.
-SMALL = {"lsh": {"bits": 8, "tables": 8}, "faiss-ivf": {"nlist": 16, "nprobe": 4}, "faiss-hnsw": {}, "hnswlib": {}}
 V, H, GROUP = 600, 16, 5
+#: Small-V settings under which each kind searches enough to be sure on the clustered rows below.
+SMALL = {
+    "ivf": {"nlist": 16, "nprobe": 4},
+    "svd": {"rank": H, "candidates": 20},
+    "screening": {"clusters": 40, "cover": 10},
+    "lsh": {"bits": 8, "tables": 8},
+    "faiss-ivf": {"nlist": 16, "nprobe": 4},
+    "faiss-hnsw": {},
+    "hnswlib": {},
+}
+
+
+def _small(kind: str, layer: bigvocab.OutputLayer) -> dict:
+    """SMALL[kind], with training contexts for ``screening``: hidden states like the queries,
+    one near each row (so every group has contexts)."""
+    if kind != "screening":
+        return SMALL[kind]
+    generator = torch.Generator().manual_seed(2)
+    contexts = 10 * layer.weight.detach() + 0.1 * torch.randn(V, H, generator=generator, dtype=layer.weight.dtype)
+    return {**SMALL[kind], "contexts": contexts}
 
 
 def _clustered_layer(dtype=torch.float64) -> tuple[bigvocab.OutputLayer, torch.Tensor]:
@@ -59,7 +69,7 @@ def _clustered_layer(dtype=torch.float64) -> tuple[bigvocab.OutputLayer, torch.T
 @pytest.mark.parametrize("kind", KINDS)
 def test_recall_is_one_when_the_answer_is_unambiguous(kind):
     layer, queries = _clustered_layer()
-    index = layer.build_index(kind=kind, **SMALL[kind])
+    index = layer.build_index(kind=kind, **_small(kind, layer))
     _, ids = layer.topk(queries, GROUP, index=index)
     _, exact_ids = layer.topk(queries, GROUP)
     assert torch.equal(ids.sort(1).values, exact_ids.sort(1).values)
@@ -70,12 +80,12 @@ def test_recall_is_one_when_the_answer_is_unambiguous(kind):
 def test_values_are_the_exact_log_probs_and_logits_of_the_returned_ids(kind):
     layer, queries = _clustered_layer()
     queries = queries + torch.randn_like(queries)  # make the search imperfect: values must stay exact
-    index = layer.build_index(kind=kind, **SMALL[kind])
-    values, ids = layer.topk(queries, 7, index=index)
-    torch.testing.assert_close(values, layer.log_softmax(queries).gather(1, ids), atol=1e-12, rtol=0)
-    logits, same_ids = layer.topk(queries, 7, index=index, normalise=False)
-    assert torch.equal(same_ids, ids)
+    index = layer.build_index(kind=kind, **_small(kind, layer))
+    logits, ids = layer.topk(queries, 7, index=index)
     torch.testing.assert_close(logits, layer.logits(queries).gather(1, ids), atol=1e-12, rtol=0)
+    values, same_ids = layer.topk(queries, 7, index=index, normalise=True)
+    assert torch.equal(same_ids, ids)
+    torch.testing.assert_close(values, layer.log_softmax(queries).gather(1, ids), atol=1e-12, rtol=0)
     assert (values[:, :-1] >= values[:, 1:]).all()
     assert all(len(set(row.tolist())) == 7 for row in ids)
 
@@ -84,7 +94,7 @@ def test_queries_with_too_few_candidates_get_the_exact_answer():
     layer, queries = _clustered_layer()
     # 40-bit buckets without probes hold about one row: most queries find fewer than 20 candidates.
     index = layer.build_index(kind="lsh", bits=40, tables=1, probes=0)
-    values, ids = layer.topk(queries, 20, index=index)
+    values, ids = layer.topk(queries, 20, index=index, normalise=True)
     exact_values, exact_ids = layer.topk(queries, 20)
     assert index.last_fallbacks > 0
     torch.testing.assert_close(values, exact_values, atol=1e-12, rtol=0)
@@ -146,7 +156,7 @@ def test_every_layer_with_free_rows_takes_an_index():
         with torch.no_grad():
             layer.weight.normal_()
         index = layer.build_index()
-        values, ids = layer.topk(hidden, 3, index=index)
+        values, ids = layer.topk(hidden, 3, index=index, normalise=True)
         torch.testing.assert_close(values, layer.log_softmax(hidden).gather(1, ids), atol=1e-12, rtol=0)
     assert covered >= 2
 
@@ -198,10 +208,12 @@ def test_ragged_topk_matches_a_loop():
         assert (best_ids[g, width:] == -1).all() and torch.isinf(best[g, width:]).all()
 
 
-def test_the_default_kind_is_faiss_ivf_where_faiss_is_installed_else_lsh(monkeypatch):
-    from bigvocab.index import default_kind
+def test_the_default_kind_is_faiss_ivf_where_faiss_is_installed_else_the_native_ivf(monkeypatch):
+    from bigvocab.index import default_kind, optional
 
     layer, _ = _clustered_layer()
     assert layer.build_index().kind == default_kind()
-    monkeypatch.setitem(sys.modules, "faiss", None)
-    assert default_kind() == "lsh" and layer.build_index().kind == "lsh"
+    monkeypatch.setattr(optional, "installed", lambda module: False)  # no optional package at all
+    assert default_kind() == "ivf" and layer.build_index().kind == "ivf"
+    with pytest.raises(ConfigError, match=r"pip install -e '\.\[ann\]'"):
+        layer.build_index(kind="hnswlib")

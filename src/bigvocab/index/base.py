@@ -44,7 +44,7 @@ class ApproxIndex:
     """Candidates for the top of ``hidden @ weight.T + bias``, from a structure over the rows.
 
     Subclasses take ``(rows, **build_options)`` where rows are the (V, H + 2) lifted rows of
-    :func:`bigvocab.index.mips.lift_rows`, declare the names of their search-time options in
+    :func:`bigvocab.index.mips.lift_rows` (and ``beta``, the lift's bias scale, if they name it), declare the names of their search-time options in
     :attr:`SEARCH_OPTIONS` (settable later with :meth:`tune`), and write :meth:`_candidates`
     and :meth:`memory_bytes`.
     """
@@ -155,7 +155,8 @@ def build_index(weight: Tensor, bias: Tensor | None = None, *, kind: str, **opti
         raise ConfigError(f"bias must be (V,) = ({weight.shape[0]},), got shape {tuple(bias.shape)}")
     start = time.perf_counter()
     rows, beta = lift_rows(weight, bias)
-    index = build(INDEXES, kind, (rows,), {}, options)
+    # beta goes to the kinds that name it, to lift hidden states of their own (screening's contexts).
+    index = build(INDEXES, kind, (rows,), {"beta": beta}, options)
     index.beta = beta
     index.build_seconds = time.perf_counter() - start
     index.kind = kind

@@ -252,12 +252,18 @@ class OutputLayer(nn.Module):
         flat_hidden, _, lead = self._flatten(hidden, None)
         return self._log_softmax(flat_hidden).reshape(*lead, self.num_classes)
 
-    def topk(self, hidden: Tensor, k: int, *, index=None, normalise: bool = True) -> tuple[Tensor, Tensor]:
-        """The ``k`` most probable classes: (log-probs, ids), each of shape (..., k), best first.
+    def topk(self, hidden: Tensor, k: int, *, index=None, normalise: bool = False) -> tuple[Tensor, Tensor]:
+        """The ``k`` most probable classes: (values, ids), each of shape (..., k), best first.
 
-        With ``index`` (from :meth:`build_index`) the ids are an approximate search's, their
-        values exact; ``normalise=False`` then returns exact logits instead of log-probs, which
-        skips the full pass over V that log Z costs.
+        Without ``index`` this is the exact top-k and the values are exact log-probabilities
+        (``normalise`` has no effect): O(N·V·H), the layer's own fast path where it has one.
+
+        With ``index`` (from :meth:`build_index`) the ids are an approximate search's and the
+        values are the exact logits of those ids: the search and the rescoring of its
+        candidates, far below O(N·V·H). ``normalise=True`` turns them into exact log-probabilities
+        by adding log Z, one streamed pass over all V rows, O(N·V·H): as dear as the exact
+        top-k, so ask for it only where probabilities are needed (a self-normalised layer,
+        ``selfnorm`` or ``nce``, was trained to give logits near log-probabilities already).
         """
         check_positive_int("k", k)
         if k > self.num_classes:

@@ -12,6 +12,8 @@
   size), the kept model's perplexity of every layer at each time budget (grey), the best layer's
   named in its colour, the seed-to-seed spread as a band about it, and "cannot rank" where the
   budget could not separate the layers.
+* ``recall_vs_speedup.png`` (``bench --ann``) -- recall@k against the speed-up over exact top-k,
+  one curve per index kind and build, along its search knob.
 """
 
 from __future__ import annotations
@@ -293,6 +295,40 @@ def _recommendation_plot(plt, lines: list[dict], rows: list[QualityRow], path: P
         axes.set_xlabel("training time budget (s)")
         axes.set_ylabel("kept model's exact test perplexity" + (" / floor" if relative else ""))
         axes.set_title(f"{dataset}: best layer per budget (V = {mine[0]['vocab_size']:,})", fontsize=10)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+def write_recall_plot(results: dict, path: Path) -> Path | None:
+    """``bench --ann``'s curves: recall@k against the speed-up (log). One curve per kind, build
+    and setting of its other search options, along the search option it sweeps most (``nprobe``,
+    ``rank``, ``budget``...); None without matplotlib."""
+    plt = _pyplot()
+    if plt is None:
+        return None
+    figure, axes = plt.subplots(figsize=(9, 6))
+    groups: dict[str, list[dict]] = {}
+    for row in results["rows"]:
+        build = ", ".join(f"{key}={value}" for key, value in row["build"].items() if key != "seed")
+        groups.setdefault(f"{row['kind']} ({build})" if build else row["kind"], []).append(row)
+    curves: dict[str, list[dict]] = {}
+    for label, rows in groups.items():
+        knob = max(rows[0]["search"], key=lambda name: len({str(r["search"][name]) for r in rows}), default=None)
+        for row in rows:
+            fixed = ", ".join(f"{key}={value}" for key, value in row["search"].items() if key != knob)
+            curves.setdefault(f"{label} {fixed} ({knob})" if knob else label, []).append(row)
+    for index, (label, rows) in enumerate(curves.items()):
+        axes.plot([r["speedup"] for r in rows], [r["recall"] for r in rows], label=label, **_style(plt, index))
+    axes.set_xscale("log")
+    axes.axvline(1.0, color="grey", linewidth=0.8, linestyle="--")
+    axes.axhline(0.95, color="grey", linewidth=0.8, linestyle=":")
+    k = results["config"]["k"]
+    axes.set_xlabel(f"speed-up over exact top-{k} (median of paired ratios)")
+    axes.set_ylabel(f"recall@{k}")
+    axes.set_title(f"Approximate top-{k}: each curve sweeps one search option (in brackets)")
+    axes.legend(fontsize=6, loc="lower left")
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
