@@ -52,6 +52,7 @@ from bigvocab.bench.harness.operations import fitted_copy, make_workload
 from bigvocab.bench.harness.plots import MISSING_MATPLOTLIB, write_recall_plot
 from bigvocab.bench.harness.side_data import synthetic_side_data
 from bigvocab.bench.harness.timing import paired_speedup, paired_timings
+from bigvocab.data.xmc import LabelledRows
 from bigvocab.index import default_kind
 from bigvocab.outputs.base import OutputLayer
 from bigvocab.outputs.factory import reference_output
@@ -215,12 +216,18 @@ def checkpoint_inputs(config: AnnConfig, path: Path) -> AnnInputs:
     corpus = load_corpus(spec, vocab=vocab, progress=False)
     generator = torch.Generator().manual_seed(config.seed)
 
-    def sample(ids: Tensor, count: int) -> Tensor:
+    def sample(ids: Tensor | LabelledRows, count: int) -> Tensor:
         states = torch.cat([model.features(batch) for batch in eval_batches(model, ids, 1024)])
         return states[torch.randperm(states.shape[0], generator=generator)[:count]].contiguous()
 
+    def head(split: Tensor | LabelledRows, count: int) -> Tensor | LabelledRows:
+        """The first ``count`` tokens of a stream, or rows of a labelled (retrieval) corpus."""
+        if isinstance(split, LabelledRows):
+            return split.subset(torch.arange(min(count, len(split))))
+        return split[:count]
+
     hidden = sample(corpus.test, config.queries)
-    contexts = sample(corpus.train[: 8 * config.contexts], config.contexts)
+    contexts = sample(head(corpus.train, 8 * config.contexts), config.contexts)
     layer = model.output
     config.vocab_size, config.hidden = layer.num_classes, layer.in_features
     recipe = (
