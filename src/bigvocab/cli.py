@@ -912,8 +912,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command in ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     _use_huge_pages()
-    _show_progress_lines()
-    with warnings.catch_warnings(), _sigterm_interrupts():
+    with warnings.catch_warnings(), _sigterm_interrupts(), _progress_lines():
         warnings.showwarning = _show_warning
         try:
             parser = build_parser()
@@ -955,13 +954,20 @@ def _use_huge_pages() -> None:
     os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
 
 
-def _show_progress_lines() -> None:
-    """bigvocab's INFO lines (one per epoch when there is no progress bar) on standard error, once:
-    a library user sees them only by configuring logging, the command always."""
+@contextlib.contextmanager
+def _progress_lines():
+    """bigvocab's INFO lines (one per epoch when there is no progress bar) on standard error while
+    the command runs: a library user sees them only by configuring logging, the command always.
+    The handler leaves with the command, so ``main()`` called from Python leaves logging as it was."""
     logger = logging.getLogger("bigvocab")
-    if not any(isinstance(handler, _StandardError) for handler in logger.handlers):
-        logger.addHandler(_StandardError())
-        logger.setLevel(logging.INFO)
+    handler, level = _StandardError(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 class _StandardError(logging.Handler):
