@@ -90,7 +90,7 @@ SWEEPS: dict[str, list[tuple[dict, list[dict]]]] = {
 
 @dataclass
 class AnnConfig:
-    """What ``bigvocab bench --ann`` measures (defaults: the issue's V = 1M, H = 256)."""
+    """What ``bigvocab bench --ann`` measures (defaults: V = 1M, H = 256)."""
 
     vocab_size: int = 1_000_000
     hidden: int = 256
