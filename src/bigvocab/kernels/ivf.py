@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from numba import njit
 
+from bigvocab.kernels.best_slots import worst_slot as worst_slot_of
 from bigvocab.kernels.flags import FAST
 from bigvocab.kernels.threads import run_in_ranges
 
@@ -39,18 +40,12 @@ def _scan(queries, rows, offsets, cells, best_positions, best_scores, lo, hi):
                     best_scores[q, filled] = score
                     filled += 1
                     if filled == keep:
-                        worst_slot = 0
-                        for slot in range(1, keep):
-                            if best_scores[q, slot] < best_scores[q, worst_slot]:
-                                worst_slot = slot
+                        worst_slot = worst_slot_of(best_scores, q)
                         worst = best_scores[q, worst_slot]
                 elif score > worst:
                     best_positions[q, worst_slot] = position
                     best_scores[q, worst_slot] = score
-                    worst_slot = 0
-                    for slot in range(1, keep):
-                        if best_scores[q, slot] < best_scores[q, worst_slot]:
-                            worst_slot = slot
+                    worst_slot = worst_slot_of(best_scores, q)
                     worst = best_scores[q, worst_slot]
 
 

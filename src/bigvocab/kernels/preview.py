@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from numba import njit
 
+from bigvocab.kernels.best_slots import worst_slot as worst_slot_of
 from bigvocab.kernels.flags import FAST
 from bigvocab.kernels.threads import run_in_ranges
 
@@ -40,10 +41,7 @@ def _best(queries, rows, best_ids, best_scores, worst_slots, lo, hi):
                 if score > worst:
                     best_ids[q, worst_slot] = start + j
                     best_scores[q, worst_slot] = score
-                    worst_slot = 0
-                    for slot in range(1, keep):
-                        if best_scores[q, slot] < best_scores[q, worst_slot]:
-                            worst_slot = slot
+                    worst_slot = worst_slot_of(best_scores, q)
                     worst = best_scores[q, worst_slot]
             worst_slots[q] = worst_slot
 
