@@ -35,8 +35,9 @@ from bigvocab.declarations import Option, constructor_options
 from bigvocab.errors import ConfigError
 from bigvocab.outputs.cost import Cost
 from bigvocab.outputs.engine import EngineTables
+from bigvocab.outputs.fused.rows import FusedRowOptimizer
 from bigvocab.outputs.sparse_grads import mark_distinct_rows
-from bigvocab.registry import OUTPUTS, keyword_options
+from bigvocab.registry import OUTPUTS, ROW_OPTIMIZERS, build, keyword_options
 from bigvocab.validation import check_positive_int
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -75,6 +76,9 @@ class OutputLayer(nn.Module):
     #: True when a training step holds the dense (N, V) logits, their softmax and gradient at once
     #: (the textbook ``nn.Linear`` + cross-entropy), so a caller should check memory first.
     dense_logits: bool = False
+
+    #: The optimiser that updates :meth:`sparse_parameters` in the backward (:meth:`fuse_optimizer`), or None.
+    fused_optimizer: FusedRowOptimizer | None = None
 
     #: Named forms of the method (label -> constructor options), e.g. hsm's trees: the bench
     #: gives each its own row and the contract suite tests each. Empty: the defaults are the one form.
@@ -309,6 +313,25 @@ class OutputLayer(nn.Module):
         trainer can hand them to a sparse-capable optimiser. Layers with some dense parameters
         among sparse ones override this."""
         return list(self.parameters()) if self.sparse_grad else []
+
+    def fuse_optimizer(self, name: str, *, lr: float, **options: Any) -> FusedRowOptimizer:
+        """Update this layer's :meth:`sparse_parameters` inside the backward from now on, with the
+        fused row optimiser ``name`` (``bigvocab.registry.ROW_OPTIMIZERS``: ``sgd``, ``adagrad``,
+        ``rowwise_adagrad``, ``sparse_adam``), and return it (a ``torch.optim.Optimizer`` whose
+        ``step`` has nothing left to do: give the other parameters their own optimiser).
+
+        ``options`` are the method's (``eps``, ``betas``, ``lr_decay``...) and ``max_norm``, which
+        clips each sparse parameter's step gradient by its own L2 norm before its update. The
+        layer keeps the optimiser (:attr:`fused_optimizer`); save its ``state_dict()`` with the
+        model's. See :mod:`bigvocab.outputs.fused`."""
+        params = self.sparse_parameters()
+        if not params:
+            raise ConfigError(f"{type(self).__name__} has no sparse parameters to fuse an optimizer into")
+        if self.fused_optimizer is not None:
+            raise ConfigError(f"{type(self).__name__} has a fused optimizer already")
+        optimizer = build(ROW_OPTIMIZERS, name, (params,), {}, {"lr": lr, **options})
+        self.fused_optimizer = optimizer
+        return optimizer
 
     def _no_negatives_message(self) -> str:
         takers = [name for name in OUTPUTS.names() if getattr(OUTPUTS.get(name), "takes_negatives", False)]

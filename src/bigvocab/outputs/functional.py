@@ -16,6 +16,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from bigvocab.outputs.fused.rows import fused_gather
+
 #: Chunks hold at most this many logits (64 MiB in float32) unless the caller says otherwise.
 DEFAULT_CHUNK_ELEMENTS = 1 << 24
 
@@ -65,7 +67,12 @@ class _GatherRows(torch.autograd.Function):
 
 def gather_rows(param: Tensor, ids: Tensor, *, sparse: bool = True) -> Tensor:
     """``param[ids]`` for ids of shape (M,); with ``sparse`` its gradient is a sparse COO tensor
-    holding only the M touched rows, so an SGD step costs O(M·H) rather than O(V·H)."""
+    holding only the M touched rows, so an SGD step costs O(M·H) rather than O(V·H). A parameter
+    with a fused optimiser (``OutputLayer.fuse_optimizer``) gets no gradient: the backward updates
+    its touched rows in place (:mod:`bigvocab.outputs.fused`)."""
+    fused = fused_gather(param, ids)
+    if fused is not None:
+        return fused
     if sparse and param.requires_grad and torch.is_grad_enabled():
         return _GatherRows.apply(param, ids)
     return param.index_select(0, ids)

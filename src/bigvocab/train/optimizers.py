@@ -8,7 +8,6 @@ state that changes every row at every step cannot be sparse).
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -18,7 +17,7 @@ from torch import Tensor, nn
 from torch.optim.adagrad import adagrad as functional_adagrad
 
 from bigvocab.errors import ConfigError
-from bigvocab.outputs.sparse_grads import rows_are_distinct
+from bigvocab.outputs.sparse_grads import clip_norm_, rows_are_distinct
 from bigvocab.registry import OPTIMIZERS
 
 if TYPE_CHECKING:
@@ -246,11 +245,4 @@ def clip_grad_norm(params: Iterable[nn.Parameter], max_norm: float) -> float:
             grads.append(param.grad._values())
         else:
             grads.append(param.grad)
-    if not grads:
-        return 0.0
-    norm = float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.float()) for g in grads])))
-    if math.isfinite(norm) and norm > max_norm:
-        scale = max_norm / (norm + 1e-6)
-        for grad in grads:
-            grad.mul_(scale)
-    return norm
+    return clip_norm_(grads, max_norm)

@@ -1,0 +1,35 @@
+"""Stochastic gradient descent on the touched rows, in the backward: w[r] -= lr * g_r, as
+``torch.optim.SGD`` (no momentum, no weight decay) steps a sparse gradient."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from torch import Tensor
+
+from bigvocab.outputs.fused.rows import FusedRowOptimizer
+from bigvocab.registry import ROW_OPTIMIZERS
+
+
+@ROW_OPTIMIZERS.register("sgd")
+class FusedSGD(FusedRowOptimizer):
+    """Plain SGD (Robbins & Monro 1951) of the rows a step touched; no state.
+
+    Args:
+        params: the sparse parameters (V, ...).
+        lr: the learning rate.
+        max_norm: clip each parameter's step gradient to this L2 norm (None: no clipping).
+    """
+
+    def __init__(self, params: Iterable[Any], *, lr: float, max_norm: float | None = None) -> None:
+        super().__init__(params, {"lr": lr, "max_norm": max_norm})
+
+    def init_state(self, param: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+        """SGD keeps no state, as ``torch.optim.SGD`` without momentum."""
+
+    def apply_rows(
+        self, param: Tensor, state: dict[str, Any], group: dict[str, Any], rows: Tensor, grads: Tensor
+    ) -> None:
+        # index_add_ reads and writes each touched row once, which is all SGD needs
+        param.data.index_add_(0, rows, grads, alpha=-group["lr"])
