@@ -322,13 +322,13 @@ class OutputLayer(nn.Module):
 
         ``options`` are the method's (``eps``, ``betas``, ``lr_decay``...) and ``max_norm``, which
         clips each sparse parameter's step gradient by its own L2 norm before its update. The
-        layer keeps the optimiser (:attr:`fused_optimizer`); save its ``state_dict()`` with the
-        model's. See :mod:`bigvocab.outputs.fused`."""
+        layer keeps the optimiser (:attr:`fused_optimizer`; a second call replaces it); save its
+        ``state_dict()`` with the model's. See :mod:`bigvocab.outputs.fused`."""
         params = self.sparse_parameters()
         if not params:
             raise ConfigError(f"{type(self).__name__} has no sparse parameters to fuse an optimizer into")
         if self.fused_optimizer is not None:
-            raise ConfigError(f"{type(self).__name__} has a fused optimizer already")
+            self.fused_optimizer.release()
         optimizer = build(ROW_OPTIMIZERS, name, (params,), {}, {"lr": lr, **options})
         self.fused_optimizer = optimizer
         return optimizer

@@ -119,16 +119,22 @@ class FusedRowOptimizer(torch.optim.Optimizer):
         if max_norm is not None and not (isinstance(max_norm, (int, float)) and max_norm > 0):
             raise ConfigError(f"max_norm must be a number > 0 or None, got {max_norm!r}")
         super().__init__(params, defaults)
-        self._records = []
+        self._records: list[_FusedRows] = []
         for group in self.param_groups:
             for param in group["params"]:
                 _check_fusable(param)
-                record = _FUSED.get(param)
-                if record is not None and record.optimizer is not self:
-                    raise ConfigError("a parameter already has a fused optimizer; each parameter takes one")
+                if param in _FUSED:
+                    raise ConfigError("a parameter already has a fused optimizer (release() it first)")
                 record = _FusedRows(self, param)
                 _FUSED[param] = record
                 self._records.append(record)
+
+    def release(self) -> None:
+        """Return this optimiser's parameters to ``torch.optim``'s path (sparse gradients)."""
+        for record in self._records:
+            if _FUSED.get(record.param) is record:
+                del _FUSED[record.param]
+        self._records = []
 
     def init_state(self, param: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
         """Fill the empty ``state`` of ``param`` (torch's names and types, where torch has the method)."""
