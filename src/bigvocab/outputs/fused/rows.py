@@ -129,6 +129,12 @@ class FusedRowOptimizer(torch.optim.Optimizer):
                 _FUSED[param] = record
                 self._records.append(record)
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # A copy (deepcopy, pickle) holds the state but updates nothing in the backward: the
+        # copied parameters train with sparse gradients until their layer is fused again.
+        super().__setstate__(state)
+        self._records = []
+
     def release(self) -> None:
         """Return this optimiser's parameters to ``torch.optim``'s path (sparse gradients)."""
         for record in self._records:
