@@ -214,3 +214,16 @@ def test_bad_fusion_is_named(name, options, match):
 def test_an_unknown_method_is_named():
     with pytest.raises(UnknownNameError, match="unknown fused row optimizer 'adamm'; did you mean"):
         build("neg").fuse_optimizer("adamm", lr=LR)
+
+
+@pytest.mark.parametrize(("method", "passes"), [("sgd", 0.0), ("adagrad", 2.0), ("sparse_adam", 4.0)])
+def test_step_cost_counts_the_optimiser_state_of_the_touched_rows(method, passes):
+    layer = build("neg")
+    target = torch.arange(N)
+    before = layer.step_cost(target)
+    layer.fuse_optimizer(method, lr=LR)
+    after = layer.step_cost(target)
+    assert before == layer.train_cost(target) and before.gathered > 0
+    rows_bytes = before.gathered / 3  # the step's three passes over its touched rows
+    assert after.bytes == pytest.approx(before.bytes + passes * rows_bytes)
+    assert after.gathered == pytest.approx(before.gathered + passes * rows_bytes)

@@ -33,7 +33,7 @@ from torch import Tensor, nn
 
 from bigvocab.declarations import Option, constructor_options
 from bigvocab.errors import ConfigError
-from bigvocab.outputs.cost import Cost
+from bigvocab.outputs.cost import Cost, fused_state_cost
 from bigvocab.outputs.engine import EngineTables
 from bigvocab.outputs.fused.rows import FusedRowOptimizer
 from bigvocab.outputs.sparse_grads import mark_distinct_rows
@@ -159,6 +159,14 @@ class OutputLayer(nn.Module):
         """FLOPs and bytes a training step on the targets (N,) must spend, from the layer's shape
         and options (see :mod:`bigvocab.outputs.cost`); None when the layer has no cost model."""
         return None
+
+    def step_cost(self, target: Tensor) -> Cost | None:
+        """:meth:`train_cost` with the state traffic of the layer's fused optimiser, if any
+        (:func:`~bigvocab.outputs.cost.fused_state_cost`): what a step as trained costs."""
+        cost = self.train_cost(target)
+        if cost is None or self.fused_optimizer is None:
+            return cost
+        return fused_state_cost(cost, self.fused_optimizer.state_passes())
 
     def log_prob_cost(self, target: Tensor) -> Cost | None:
         """FLOPs and bytes of exact ``log_prob`` for the targets (N,), forward only; None when the

@@ -46,6 +46,10 @@ class FusedAdagrad(FusedRowOptimizer):
         }
         super().__init__(params, defaults)
 
+    def state_passes(self) -> float:
+        """The sums, read and written: as large as the rows."""
+        return 2.0
+
     def init_state(self, param: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
         state["step"] = torch.tensor(0.0)
         state["sum"] = torch.full_like(param, group["initial_accumulator_value"])

@@ -135,6 +135,11 @@ class FusedRowOptimizer(torch.optim.Optimizer):
         super().__setstate__(state)
         self._records = []
 
+    def state_passes(self) -> float:
+        """Numbers of optimiser state read and written per number of a touched row in one update
+        (for the cost models, :func:`~bigvocab.outputs.cost.fused_state_cost`)."""
+        raise NotImplementedError
+
     def release(self) -> None:
         """Return this optimiser's parameters to ``torch.optim``'s path (sparse gradients)."""
         for record in self._records:

@@ -39,6 +39,11 @@ class FusedRowwiseAdagrad(FusedRowOptimizer):
         defaults = {"lr": lr, "eps": eps, "initial_accumulator_value": initial_accumulator_value, "max_norm": max_norm}
         super().__init__(params, defaults)
 
+    def state_passes(self) -> float:
+        """One sum per row, read and written."""
+        width = self.param_groups[0]["params"][0][0].numel()
+        return 2.0 / width
+
     def init_state(self, param: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
         state["step"] = torch.tensor(0.0)
         state["sum"] = param.new_full((param.shape[0],), group["initial_accumulator_value"])

@@ -25,6 +25,10 @@ class FusedSGD(FusedRowOptimizer):
     def __init__(self, params: Iterable[Any], *, lr: float, max_norm: float | None = None) -> None:
         super().__init__(params, {"lr": lr, "max_norm": max_norm})
 
+    def state_passes(self) -> float:
+        """None: SGD keeps no state."""
+        return 0.0
+
     def init_state(self, param: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
         """SGD keeps no state, as ``torch.optim.SGD`` without momentum."""
 

@@ -39,6 +39,10 @@ class FusedSparseAdam(FusedRowOptimizer):
     ) -> None:
         super().__init__(params, {"lr": lr, "betas": tuple(betas), "eps": eps, "max_norm": max_norm})
 
+    def state_passes(self) -> float:
+        """Both moments, read and written: each as large as the rows."""
+        return 4.0
+
     def init_state(self, param: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
         state["step"] = 0
         state["exp_avg"] = torch.zeros_like(param)
