@@ -227,3 +227,51 @@ def test_step_cost_counts_the_optimiser_state_of_the_touched_rows(method, passes
     rows_bytes = before.gathered / 3  # the step's three passes over its touched rows
     assert after.bytes == pytest.approx(before.bytes + passes * rows_bytes)
     assert after.gathered == pytest.approx(before.gathered + passes * rows_bytes)
+
+
+def one_pass_case(monkeypatch, name: str, losses: int) -> int:
+    """SGD without clipping of ``name`` with many distinct draws (the pair kernel path), fused
+    against torch's; ``losses`` losses of the layer summed in one graph. Returns how many times
+    the one-pass kernel ran."""
+    import bigvocab.kernels.fused_pairs as fused_pairs
+
+    calls = []
+    one_pass = fused_pairs.sgd_rows_from_pairs
+    monkeypatch.setattr(fused_pairs, "sgd_rows_from_pairs", lambda *args: calls.append(1) or one_pass(*args))
+    layers = []
+    for fused in (True, False):
+        torch.manual_seed(3)
+        counts = (1000 / torch.arange(1, 201, dtype=torch.float64)).round().long().tolist()
+        layer = bigvocab.create_output(name, H, 200, counts=counts, dtype=torch.float64, **_few_draws(name))
+        optimizer = layer.fuse_optimizer("sgd", lr=LR) if fused else torch.optim.SGD(layer.sparse_parameters(), lr=LR)
+        dense = [p for p in layer.parameters() if all(p is not q for q in layer.sparse_parameters())]
+        data = torch.Generator().manual_seed(5)
+        for step in range(STEPS):
+            hidden = torch.randn(64, H, generator=data, dtype=torch.float64)
+            target = torch.randint(0, 200, (64,), generator=data)
+            target[1::2] = target[::2]  # repeated ids
+            torch.manual_seed(100 + step)
+            optimizer.zero_grad(set_to_none=True)
+            for param in dense:
+                param.grad = None
+            sum(layer.loss(hidden, target) for _ in range(losses)).backward()
+            optimizer.step()
+            with torch.no_grad():
+                for param in dense:
+                    param -= LR * param.grad
+        layers.append((layer, optimizer))
+    assert_same(*layers[0], *layers[1])
+    return len(calls)
+
+
+def _few_draws(name: str) -> dict:
+    return {} if name == "hsm" else {"num_samples": 1}
+
+
+@pytest.mark.parametrize("name", ["neg", "nce", "hsm"])
+def test_the_one_pass_pair_kernel_update_equals_torch_sgd(monkeypatch, name):
+    assert one_pass_case(monkeypatch, name, losses=1) == STEPS
+
+
+def test_a_parameter_read_twice_takes_the_summed_update_not_the_one_pass(monkeypatch):
+    assert one_pass_case(monkeypatch, "hsm", losses=2) == 0

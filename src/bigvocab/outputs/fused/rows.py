@@ -48,10 +48,14 @@ class _FusedRows:
         self.param = param
         self.anchor = torch.zeros(0, dtype=param.dtype, device=param.device, requires_grad=True)
         self.pieces: list[tuple[Tensor, Tensor]] = []
+        #: Operations that read the parameter in graphs since the last update: a one-pass update
+        #: (:mod:`bigvocab.outputs.fused.pairs`) may write the rows only when it is the one reader.
+        self.uses = 0
         self.anchor.register_post_accumulate_grad_hook(self._apply)
 
     def _apply(self, anchor: Tensor) -> None:
         anchor.grad = None
+        self.uses = 0
         pieces, self.pieces = self.pieces, []
         if pieces:
             rows, grads = summed_rows(pieces)
@@ -66,6 +70,7 @@ class _FusedGather(torch.autograd.Function):
     def forward(ctx, param: Tensor, ids: Tensor, anchor: Tensor, record: _FusedRows) -> Tensor:
         ctx.save_for_backward(ids)
         ctx.record = record
+        record.uses += 1
         return param.index_select(0, ids)
 
     @staticmethod
@@ -75,13 +80,19 @@ class _FusedGather(torch.autograd.Function):
         return None, None, grad.new_zeros(0), None
 
 
-def fused_gather(param: Tensor, ids: Tensor) -> Tensor | None:
-    """``param[ids]`` (M, ...) through the fused update when ``param`` has a fused optimiser and
-    autograd records, else None."""
+def fused_record(param: Tensor) -> _FusedRows | None:
+    """``param``'s fused record when it has a fused optimiser and autograd records, else None."""
     record = _FUSED.get(param)
     if record is None or not (param.requires_grad and torch.is_grad_enabled()):
         return None
-    return _FusedGather.apply(param.detach(), ids, record.anchor, record)
+    return record
+
+
+def fused_gather(param: Tensor, ids: Tensor) -> Tensor | None:
+    """``param[ids]`` (M, ...) through the fused update when ``param`` has a fused optimiser and
+    autograd records, else None."""
+    record = fused_record(param)
+    return None if record is None else _FusedGather.apply(param.detach(), ids, record.anchor, record)
 
 
 def summed_rows(pieces: list[tuple[Tensor, Tensor]]) -> tuple[Tensor, Tensor]:
@@ -135,6 +146,16 @@ class FusedRowOptimizer(torch.optim.Optimizer):
         super().__setstate__(state)
         self._records = []
 
+    def one_pass_rate(self, param: Tensor) -> float | None:
+        """The learning rate with which a kernel that forms a row's gradient may subtract it from
+        the row at once (SGD without clipping), or None when the update needs the whole gradient
+        first."""
+        return None
+
+    def group_of(self, param: Tensor) -> dict[str, Any]:
+        """The parameter group holding ``param``."""
+        return next(g for g in self.param_groups if any(p is param for p in g["params"]))
+
     def state_passes(self) -> float:
         """Numbers of optimiser state read and written per number of a touched row in one update
         (for the cost models, :func:`~bigvocab.outputs.cost.fused_state_cost`)."""
@@ -162,7 +183,7 @@ class FusedRowOptimizer(torch.optim.Optimizer):
         """One step of ``param``'s rows ``rows`` (distinct, sorted) with gradients ``grads``:
         clipped by their own norm when the group sets ``max_norm``, then :meth:`apply_rows`. A
         non-finite gradient is refused before any row moves."""
-        group = next(g for g in self.param_groups if any(p is param for p in g["params"]))
+        group = self.group_of(param)
         with torch.no_grad():
             if group["max_norm"] is not None:
                 grads = grads.clone()  # the backward may still hold the gradient it handed over

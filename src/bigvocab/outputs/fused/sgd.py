@@ -25,6 +25,11 @@ class FusedSGD(FusedRowOptimizer):
     def __init__(self, params: Iterable[Any], *, lr: float, max_norm: float | None = None) -> None:
         super().__init__(params, {"lr": lr, "max_norm": max_norm})
 
+    def one_pass_rate(self, param: Tensor) -> float | None:
+        """The group's rate, unless it clips (the norm needs the whole gradient first)."""
+        group = self.group_of(param)
+        return None if group["max_norm"] is not None else group["lr"]
+
     def state_passes(self) -> float:
         """None: SGD keeps no state."""
         return 0.0
