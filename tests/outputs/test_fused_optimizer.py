@@ -20,6 +20,7 @@ import bigvocab
 from bigvocab.errors import ConfigError, UnknownNameError
 from bigvocab.outputs.functional import gather_rows
 from bigvocab.outputs.fused.adagrad import FusedAdagrad
+from bigvocab.outputs.fused.rows import FusedRowOptimizer
 from bigvocab.outputs.fused.sgd import FusedSGD
 from bigvocab.train.optimizers import clip_grad_norm
 
@@ -153,9 +154,9 @@ def test_a_wrong_update_is_caught(monkeypatch):
     """One element of one step off by 1e-12 (far above ULPS, far below anything a loss shows)."""
     apply_rows = FusedSGD.apply_rows
 
-    def off_by_a_little(self, param, state, group, rows, grads):
-        apply_rows(self, param, state, group, rows, grads)
-        param.data.view(-1)[int(rows[0]) * param[0].numel()] += 1e-12
+    def off_by_a_little(self, param, state, group, gradient):
+        apply_rows(self, param, state, group, gradient)
+        param.data.view(-1)[param[0].numel()] += 1e-12  # row 1's first element
 
     monkeypatch.setattr(FusedSGD, "apply_rows", off_by_a_little)
     with pytest.raises(AssertionError):
@@ -229,22 +230,27 @@ def test_step_cost_counts_the_optimiser_state_of_the_touched_rows(method, passes
     assert after.gathered == pytest.approx(before.gathered + passes * rows_bytes)
 
 
-def one_pass_case(monkeypatch, name: str, losses: int) -> int:
-    """SGD without clipping of ``name`` with many distinct draws (the pair kernel path), fused
-    against torch's; ``losses`` losses of the layer summed in one graph. Returns how many times
-    the one-pass kernel ran."""
-    import bigvocab.kernels.fused_pairs as fused_pairs
+def one_pass_case(monkeypatch, name: str, method: str, losses: int) -> int:
+    """``method`` without clipping on ``name`` with many distinct draws (the pair kernel path),
+    fused against torch's; ``losses`` losses of the layer summed in one graph. Returns how many
+    times a row update ran straight from the pairs (one pass)."""
+    one_passes = []
+    update_from_pairs = FusedRowOptimizer.update_from_pairs
 
-    calls = []
-    one_pass = fused_pairs.sgd_rows_from_pairs
-    monkeypatch.setattr(fused_pairs, "sgd_rows_from_pairs", lambda *args: calls.append(1) or one_pass(*args))
+    def counted(self, param, gradient):
+        done = update_from_pairs(self, param, gradient)
+        one_passes.append(done)
+        return done
+
+    monkeypatch.setattr(FusedRowOptimizer, "update_from_pairs", counted)
     layers = []
     for fused in (True, False):
         torch.manual_seed(3)
         counts = (1000 / torch.arange(1, 201, dtype=torch.float64)).round().long().tolist()
         layer = bigvocab.create_output(name, H, 200, counts=counts, dtype=torch.float64, **_few_draws(name))
-        optimizer = layer.fuse_optimizer("sgd", lr=LR) if fused else torch.optim.SGD(layer.sparse_parameters(), lr=LR)
-        dense = [p for p in layer.parameters() if all(p is not q for q in layer.sparse_parameters())]
+        sparse = layer.sparse_parameters()
+        optimizer = layer.fuse_optimizer(method, lr=LR) if fused else REFERENCES[method](sparse, LR)
+        dense = [p for p in layer.parameters() if all(p is not q for q in sparse)]
         data = torch.Generator().manual_seed(5)
         for step in range(STEPS):
             hidden = torch.randn(64, H, generator=data, dtype=torch.float64)
@@ -261,17 +267,18 @@ def one_pass_case(monkeypatch, name: str, losses: int) -> int:
                     param -= LR * param.grad
         layers.append((layer, optimizer))
     assert_same(*layers[0], *layers[1])
-    return len(calls)
+    return sum(one_passes)
 
 
 def _few_draws(name: str) -> dict:
     return {} if name == "hsm" else {"num_samples": 1}
 
 
+@pytest.mark.parametrize("method", list(REFERENCES))
 @pytest.mark.parametrize("name", ["neg", "nce", "hsm"])
-def test_the_one_pass_pair_kernel_update_equals_torch_sgd(monkeypatch, name):
-    assert one_pass_case(monkeypatch, name, losses=1) == STEPS
+def test_the_one_pass_pair_kernel_update_equals_torch_optim(monkeypatch, name, method):
+    assert one_pass_case(monkeypatch, name, method, losses=1) == STEPS
 
 
 def test_a_parameter_read_twice_takes_the_summed_update_not_the_one_pass(monkeypatch):
-    assert one_pass_case(monkeypatch, "hsm", losses=2) == 0
+    assert one_pass_case(monkeypatch, "hsm", "adagrad", losses=2) == 0

@@ -21,23 +21,27 @@ from bigvocab.kernels.threads import run_in_ranges
 
 # error_model="numpy": a division by zero gives inf (as torch) instead of raising.
 @njit(nogil=True, cache=True, error_model="numpy")
+def rowwise_adagrad_row(weight_row: np.ndarray, sums: np.ndarray, r: int, grad_row: np.ndarray, rate, eps) -> None:
+    """Row ``r``'s step, in place, its sum ``sums[r]`` (also called by :mod:`~bigvocab.kernels.fused_pairs`)."""
+    width = weight_row.shape[0]
+    squares = weight_row.dtype.type(0)
+    for d in range(width):
+        squares += grad_row[d] * grad_row[d]
+    total = sums[r] + squares / width
+    sums[r] = total
+    step = rate / (np.sqrt(total) + eps)
+    for d in range(width):
+        weight_row[d] -= step * grad_row[d]
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
 def _rowwise_adagrad_rows(
     weight: np.ndarray, sums: np.ndarray, rows: np.ndarray, values: np.ndarray, rate, eps, lo: int, hi: int
 ) -> None:
     """Rows ``rows[lo:hi]`` (distinct) of ``weight`` (V, D) and ``sums`` (V,), their gradient rows
     ``values`` (U, D); ``rate`` and ``eps`` in the weight's dtype."""
-    width = weight.shape[1]
     for i in range(lo, hi):
-        grad_row = values[i]
-        squares = weight.dtype.type(0)
-        for d in range(width):
-            squares += grad_row[d] * grad_row[d]
-        total = sums[rows[i]] + squares / width
-        sums[rows[i]] = total
-        step = rate / (np.sqrt(total) + eps)
-        weight_row = weight[rows[i]]
-        for d in range(width):
-            weight_row[d] -= step * grad_row[d]
+        rowwise_adagrad_row(weight[rows[i]], sums, rows[i], values[i], rate, eps)
 
 
 def rowwise_adagrad_rows(param: Tensor, sums: Tensor, rows: Tensor, values: Tensor, rate: float, eps: float) -> None:

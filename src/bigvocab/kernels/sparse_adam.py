@@ -21,6 +21,28 @@ from bigvocab.kernels.threads import run_in_ranges
 
 # error_model="numpy": a division by zero gives inf (as torch) instead of raising.
 @njit(nogil=True, cache=True, error_model="numpy")
+def sparse_adam_row(
+    weight_row: np.ndarray,
+    mean_row: np.ndarray,
+    square_row: np.ndarray,
+    grad_row: np.ndarray,
+    step_size,
+    keep1,
+    keep2,
+    eps,
+) -> None:
+    """One row's step, in place, and its moments' (also called by :mod:`~bigvocab.kernels.fused_pairs`);
+    ``keep1`` = 1 - beta1, ``keep2`` = 1 - beta2, all scalars in the weight's dtype."""
+    for d in range(weight_row.shape[0]):
+        g = grad_row[d]
+        mean = mean_row[d] + (g - mean_row[d]) * keep1
+        square = square_row[d] + (g * g - square_row[d]) * keep2
+        mean_row[d] = mean
+        square_row[d] = square
+        weight_row[d] += -step_size * (mean / (np.sqrt(square) + eps))
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
 def _sparse_adam_rows(
     weight: np.ndarray,
     exp_avg: np.ndarray,
@@ -35,19 +57,10 @@ def _sparse_adam_rows(
     hi: int,
 ) -> None:
     """Rows ``rows[lo:hi]`` (distinct) of ``weight``, ``exp_avg``, ``exp_avg_sq`` (V, D), their
-    gradient rows ``values`` (U, D); ``keep1`` = 1 - beta1, ``keep2`` = 1 - beta2, all scalars in
-    the weight's dtype."""
+    gradient rows ``values`` (U, D)."""
     for i in range(lo, hi):
         r = rows[i]
-        grad_row = values[i]
-        weight_row, mean_row, square_row = weight[r], exp_avg[r], exp_avg_sq[r]
-        for d in range(weight_row.shape[0]):
-            g = grad_row[d]
-            mean = mean_row[d] + (g - mean_row[d]) * keep1
-            square = square_row[d] + (g * g - square_row[d]) * keep2
-            mean_row[d] = mean
-            square_row[d] = square
-            weight_row[d] += -step_size * (mean / (np.sqrt(square) + eps))
+        sparse_adam_row(weight[r], exp_avg[r], exp_avg_sq[r], values[i], step_size, keep1, keep2, eps)
 
 
 def sparse_adam_rows(

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from bigvocab.outputs.fused.rows import FusedRowOptimizer
+from bigvocab.outputs.fused.rows import FusedRowOptimizer, RowGradient
 from bigvocab.registry import ROW_OPTIMIZERS
 
 
@@ -54,11 +54,7 @@ class FusedAdagrad(FusedRowOptimizer):
         state["step"] = torch.tensor(0.0)
         state["sum"] = torch.full_like(param, group["initial_accumulator_value"])
 
-    def apply_rows(
-        self, param: Tensor, state: dict[str, Any], group: dict[str, Any], rows: Tensor, grads: Tensor
-    ) -> None:
-        from bigvocab.kernels.adagrad import adagrad_rows  # numba loads on first use
-
+    def apply_rows(self, param: Tensor, state: dict[str, Any], group: dict[str, Any], gradient: RowGradient) -> None:
         state["step"] += 1
         rate = group["lr"] / (1 + (float(state["step"]) - 1) * group["lr_decay"])
-        adagrad_rows(param, state["sum"], rows, grads, rate, group["eps"])
+        gradient.adagrad(param, state["sum"], rate, group["eps"])

@@ -107,6 +107,54 @@ def summed_rows(pieces: list[tuple[Tensor, Tensor]]) -> tuple[Tensor, Tensor]:
     return rows, grads.new_zeros((rows.shape[0], *grads.shape[1:])).index_add_(0, inverse, grads)
 
 
+class RowGradient:
+    """A step's gradient of the distinct rows a parameter's step touched, and the compiled updates
+    that read it: gathered (:class:`GatheredRows`), or still to be summed from the pairs that
+    scored the rows (:class:`~bigvocab.outputs.fused.pairs.PairRows`). The optimisers write
+    their step once against this interface."""
+
+    def sgd(self, param: Tensor, rate: float) -> None:
+        raise NotImplementedError
+
+    def adagrad(self, param: Tensor, sums: Tensor, rate: float, eps: float) -> None:
+        raise NotImplementedError
+
+    def rowwise_adagrad(self, param: Tensor, sums: Tensor, rate: float, eps: float) -> None:
+        raise NotImplementedError
+
+    def sparse_adam(
+        self, param: Tensor, exp_avg: Tensor, exp_avg_sq: Tensor, *, step_size: float, betas: tuple, eps: float
+    ) -> None:
+        raise NotImplementedError
+
+
+class GatheredRows(RowGradient):
+    """Distinct sorted ``rows`` (U,) and their gradients ``grads`` (U, ...)."""
+
+    def __init__(self, rows: Tensor, grads: Tensor) -> None:
+        self.rows, self.grads = rows, grads
+
+    def sgd(self, param: Tensor, rate: float) -> None:
+        param.data.index_add_(0, self.rows, self.grads, alpha=-rate)  # reads and writes each row once
+
+    def adagrad(self, param: Tensor, sums: Tensor, rate: float, eps: float) -> None:
+        from bigvocab.kernels.adagrad import adagrad_rows  # numba loads on first use
+
+        adagrad_rows(param, sums, self.rows, self.grads, rate, eps)
+
+    def rowwise_adagrad(self, param: Tensor, sums: Tensor, rate: float, eps: float) -> None:
+        from bigvocab.kernels.rowwise_adagrad import rowwise_adagrad_rows  # numba loads on first use
+
+        rowwise_adagrad_rows(param, sums, self.rows, self.grads, rate, eps)
+
+    def sparse_adam(
+        self, param: Tensor, exp_avg: Tensor, exp_avg_sq: Tensor, *, step_size: float, betas: tuple, eps: float
+    ) -> None:
+        from bigvocab.kernels.sparse_adam import sparse_adam_rows  # numba loads on first use
+
+        sparse_adam_rows(param, exp_avg, exp_avg_sq, self.rows, self.grads, step_size=step_size, betas=betas, eps=eps)
+
+
 class FusedRowOptimizer(torch.optim.Optimizer):
     """An optimiser of rows whose update runs in the backward (see the module docstring).
 
@@ -115,7 +163,7 @@ class FusedRowOptimizer(torch.optim.Optimizer):
     were updated in the backward) and checks that no fused parameter received a gradient by
     another path. The update reads each group's ``lr`` when the backward runs.
 
-    Subclasses give :meth:`init_state` and :meth:`apply_rows`. Parameters: CPU, float32 or float64,
+    Subclasses give :meth:`init_state`, :meth:`apply_rows` and :meth:`state_passes`. Parameters: CPU, float32 or float64,
     contiguous, rows along the first dimension.
 
     Args:
@@ -146,12 +194,6 @@ class FusedRowOptimizer(torch.optim.Optimizer):
         super().__setstate__(state)
         self._records = []
 
-    def one_pass_rate(self, param: Tensor) -> float | None:
-        """The learning rate with which a kernel that forms a row's gradient may subtract it from
-        the row at once (SGD without clipping), or None when the update needs the whole gradient
-        first."""
-        return None
-
     def group_of(self, param: Tensor) -> dict[str, Any]:
         """The parameter group holding ``param``."""
         return next(g for g in self.param_groups if any(p is param for p in g["params"]))
@@ -172,11 +214,9 @@ class FusedRowOptimizer(torch.optim.Optimizer):
         """Fill the empty ``state`` of ``param`` (torch's names and types, where torch has the method)."""
         raise NotImplementedError
 
-    def apply_rows(
-        self, param: Tensor, state: dict[str, Any], group: dict[str, Any], rows: Tensor, grads: Tensor
-    ) -> None:
-        """Update the distinct sorted ``rows`` (U,) of ``param`` and of its ``state`` in place
-        from their gradients ``grads`` (U, ...)."""
+    def apply_rows(self, param: Tensor, state: dict[str, Any], group: dict[str, Any], gradient: RowGradient) -> None:
+        """Update the touched rows of ``param`` and of its ``state`` in place from their
+        ``gradient`` (one of :class:`RowGradient`'s updates)."""
         raise NotImplementedError
 
     def update_rows(self, param: Tensor, rows: Tensor, grads: Tensor) -> None:
@@ -184,20 +224,32 @@ class FusedRowOptimizer(torch.optim.Optimizer):
         clipped by their own norm when the group sets ``max_norm``, then :meth:`apply_rows`. A
         non-finite gradient is refused before any row moves."""
         group = self.group_of(param)
+        if group["max_norm"] is not None:
+            grads = grads.clone()  # the backward may still hold the gradient it handed over
+            norm = clip_norm_([grads], group["max_norm"])
+            if not math.isfinite(norm):
+                shape = tuple(param.shape)
+                raise NonFiniteError(f"non-finite gradient norm ({norm}) of the fused rows of a {shape} parameter")
+        self._apply(param, group, GatheredRows(rows, grads))
+
+    def update_from_pairs(self, param: Tensor, gradient: RowGradient) -> bool:
+        """One step of ``param``'s rows from a gradient not yet summed (a kernel sums each row's
+        and steps it at once); False, and nothing done, when the group clips (the norm needs the
+        whole gradient first)."""
+        group = self.group_of(param)
+        if group["max_norm"] is not None:
+            return False
+        self._apply(param, group, gradient)
+        return True
+
+    def _apply(self, param: Tensor, group: dict[str, Any], gradient: RowGradient) -> None:
         with torch.no_grad():
-            if group["max_norm"] is not None:
-                grads = grads.clone()  # the backward may still hold the gradient it handed over
-                norm = clip_norm_([grads], group["max_norm"])
-                if not math.isfinite(norm):
-                    raise NonFiniteError(
-                        f"non-finite gradient norm ({norm}) of the fused rows of a {tuple(param.shape)} parameter"
-                    )
             state = self.state.get(param, {})  # a method without state (SGD) leaves none, as torch's
             if not state:
                 self.init_state(param, group, state)
                 if state:
                     self.state[param] = state
-            self.apply_rows(param, state, group, rows, grads)
+            self.apply_rows(param, state, group, gradient)
 
     @torch.no_grad()
     def step(self, closure=None):

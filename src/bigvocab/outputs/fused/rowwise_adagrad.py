@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from bigvocab.outputs.fused.rows import FusedRowOptimizer
+from bigvocab.outputs.fused.rows import FusedRowOptimizer, RowGradient
 from bigvocab.registry import ROW_OPTIMIZERS
 
 
@@ -48,10 +48,6 @@ class FusedRowwiseAdagrad(FusedRowOptimizer):
         state["step"] = torch.tensor(0.0)
         state["sum"] = param.new_full((param.shape[0],), group["initial_accumulator_value"])
 
-    def apply_rows(
-        self, param: Tensor, state: dict[str, Any], group: dict[str, Any], rows: Tensor, grads: Tensor
-    ) -> None:
-        from bigvocab.kernels.rowwise_adagrad import rowwise_adagrad_rows  # numba loads on first use
-
+    def apply_rows(self, param: Tensor, state: dict[str, Any], group: dict[str, Any], gradient: RowGradient) -> None:
         state["step"] += 1
-        rowwise_adagrad_rows(param, state["sum"], rows, grads, group["lr"], group["eps"])
+        gradient.rowwise_adagrad(param, state["sum"], group["lr"], group["eps"])

@@ -8,7 +8,7 @@ from typing import Any
 
 from torch import Tensor
 
-from bigvocab.outputs.fused.rows import FusedRowOptimizer
+from bigvocab.outputs.fused.rows import FusedRowOptimizer, RowGradient
 from bigvocab.registry import ROW_OPTIMIZERS
 
 
@@ -25,11 +25,6 @@ class FusedSGD(FusedRowOptimizer):
     def __init__(self, params: Iterable[Any], *, lr: float, max_norm: float | None = None) -> None:
         super().__init__(params, {"lr": lr, "max_norm": max_norm})
 
-    def one_pass_rate(self, param: Tensor) -> float | None:
-        """The group's rate, unless it clips (the norm needs the whole gradient first)."""
-        group = self.group_of(param)
-        return None if group["max_norm"] is not None else group["lr"]
-
     def state_passes(self) -> float:
         """None: SGD keeps no state."""
         return 0.0
@@ -37,8 +32,5 @@ class FusedSGD(FusedRowOptimizer):
     def init_state(self, param: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
         """SGD keeps no state, as ``torch.optim.SGD`` without momentum."""
 
-    def apply_rows(
-        self, param: Tensor, state: dict[str, Any], group: dict[str, Any], rows: Tensor, grads: Tensor
-    ) -> None:
-        # index_add_ reads and writes each touched row once, which is all SGD needs
-        param.data.index_add_(0, rows, grads, alpha=-group["lr"])
+    def apply_rows(self, param: Tensor, state: dict[str, Any], group: dict[str, Any], gradient: RowGradient) -> None:
+        gradient.sgd(param, group["lr"])

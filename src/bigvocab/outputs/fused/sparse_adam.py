@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from bigvocab.outputs.fused.rows import FusedRowOptimizer
+from bigvocab.outputs.fused.rows import FusedRowOptimizer, RowGradient
 from bigvocab.registry import ROW_OPTIMIZERS
 
 
@@ -48,21 +48,10 @@ class FusedSparseAdam(FusedRowOptimizer):
         state["exp_avg"] = torch.zeros_like(param)
         state["exp_avg_sq"] = torch.zeros_like(param)
 
-    def apply_rows(
-        self, param: Tensor, state: dict[str, Any], group: dict[str, Any], rows: Tensor, grads: Tensor
-    ) -> None:
-        from bigvocab.kernels.sparse_adam import sparse_adam_rows  # numba loads on first use
-
+    def apply_rows(self, param: Tensor, state: dict[str, Any], group: dict[str, Any], gradient: RowGradient) -> None:
         state["step"] += 1
         beta1, beta2 = group["betas"]
         step_size = group["lr"] * math.sqrt(1 - beta2 ** state["step"]) / (1 - beta1 ** state["step"])
-        sparse_adam_rows(
-            param,
-            state["exp_avg"],
-            state["exp_avg_sq"],
-            rows,
-            grads,
-            step_size=step_size,
-            betas=group["betas"],
-            eps=group["eps"],
+        gradient.sparse_adam(
+            param, state["exp_avg"], state["exp_avg_sq"], step_size=step_size, betas=group["betas"], eps=group["eps"]
         )
