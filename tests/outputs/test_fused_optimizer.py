@@ -282,3 +282,18 @@ def test_the_one_pass_pair_kernel_update_equals_torch_optim(monkeypatch, name, m
 
 def test_a_parameter_read_twice_takes_the_summed_update_not_the_one_pass(monkeypatch):
     assert one_pass_case(monkeypatch, "hsm", "adagrad", losses=2) == 0
+
+
+def test_a_dropped_or_released_optimizer_leaves_the_rows_to_torch_optim():
+    import gc
+
+    layer = build("neg")
+    layer.fuse_optimizer("sgd", lr=LR).release()
+    layer.loss(torch.randn(N, H, dtype=torch.float64), torch.arange(N)).backward()
+    assert layer.sparse_parameters()[0].grad is not None
+    layer = build("neg")
+    layer.fuse_optimizer("sgd", lr=LR)
+    layer.fused_optimizer = None
+    gc.collect()
+    layer.loss(torch.randn(N, H, dtype=torch.float64), torch.arange(N)).backward()
+    assert layer.sparse_parameters()[0].grad is not None

@@ -24,7 +24,9 @@ global norm over the other parameters no longer includes it.
 
 from __future__ import annotations
 
+import functools
 import math
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -35,8 +37,8 @@ from torch.utils.weak import WeakIdKeyDictionary
 from bigvocab.errors import ConfigError, NonFiniteError
 from bigvocab.outputs.sparse_grads import clip_norm_
 
-#: parameter -> its :class:`_FusedRows`; the optimiser holds the record, so dropping the
-#: optimiser returns its parameters to ``torch.optim``'s path.
+#: parameter -> a weak reference to its :class:`_FusedRows`: only the optimiser holds the record,
+#: so dropping the optimiser returns its parameters to ``torch.optim``'s path.
 _FUSED: WeakIdKeyDictionary = WeakIdKeyDictionary()
 
 
@@ -51,15 +53,24 @@ class _FusedRows:
         #: Operations that read the parameter in graphs since the last update: a one-pass update
         #: (:mod:`bigvocab.outputs.fused.pairs`) may write the rows only when it is the one reader.
         self.uses = 0
-        self.anchor.register_post_accumulate_grad_hook(self._apply)
+        # a weak reference: the hook lives in the anchor, which the record holds, and a cycle
+        # through a tensor's hooks is not collected
+        self.anchor.register_post_accumulate_grad_hook(functools.partial(_apply_pieces, weakref.ref(self)))
 
-    def _apply(self, anchor: Tensor) -> None:
-        anchor.grad = None
+    def apply(self) -> None:
+        """Sum this backward's pieces and update (the anchor's hook, once per backward)."""
         self.uses = 0
         pieces, self.pieces = self.pieces, []
         if pieces:
             rows, grads = summed_rows(pieces)
             self.optimizer.update_rows(self.param, rows, grads)
+
+
+def _apply_pieces(record: weakref.ref[_FusedRows], anchor: Tensor) -> None:
+    anchor.grad = None
+    alive = record()
+    if alive is not None:
+        alive.apply()
 
 
 class _FusedGather(torch.autograd.Function):
@@ -82,7 +93,8 @@ class _FusedGather(torch.autograd.Function):
 
 def fused_record(param: Tensor) -> _FusedRows | None:
     """``param``'s fused record when it has a fused optimiser and autograd records, else None."""
-    record = _FUSED.get(param)
+    reference = _FUSED.get(param)
+    record = None if reference is None else reference()
     if record is None or not (param.requires_grad and torch.is_grad_enabled()):
         return None
     return record
@@ -163,8 +175,8 @@ class FusedRowOptimizer(torch.optim.Optimizer):
     were updated in the backward) and checks that no fused parameter received a gradient by
     another path. The update reads each group's ``lr`` when the backward runs.
 
-    Subclasses give :meth:`init_state`, :meth:`apply_rows` and :meth:`state_passes`. Parameters: CPU, float32 or float64,
-    contiguous, rows along the first dimension.
+    Subclasses give :meth:`init_state`, :meth:`apply_rows` and :meth:`state_passes`. Parameters:
+    CPU, float32 or float64, contiguous, rows along the first dimension.
 
     Args:
         params: the sparse parameters (or groups of them).
@@ -182,10 +194,11 @@ class FusedRowOptimizer(torch.optim.Optimizer):
         for group in self.param_groups:
             for param in group["params"]:
                 _check_fusable(param)
-                if param in _FUSED:
+                reference = _FUSED.get(param)
+                if reference is not None and reference() is not None:
                     raise ConfigError("a parameter already has a fused optimizer (release() it first)")
                 record = _FusedRows(self, param)
-                _FUSED[param] = record
+                _FUSED[param] = weakref.ref(record)
                 self._records.append(record)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -206,7 +219,8 @@ class FusedRowOptimizer(torch.optim.Optimizer):
     def release(self) -> None:
         """Return this optimiser's parameters to ``torch.optim``'s path (sparse gradients)."""
         for record in self._records:
-            if _FUSED.get(record.param) is record:
+            reference = _FUSED.get(record.param)
+            if reference is not None and reference() is record:
                 del _FUSED[record.param]
         self._records = []
 
