@@ -297,3 +297,11 @@ def test_a_dropped_or_released_optimizer_leaves_the_rows_to_torch_optim():
     gc.collect()
     layer.loss(torch.randn(N, H, dtype=torch.float64), torch.arange(N)).backward()
     assert layer.sparse_parameters()[0].grad is not None
+
+
+def test_a_loaded_state_keeps_the_update_fused():
+    layer = build("neg")
+    optimizer = layer.fuse_optimizer("adagrad", lr=LR)
+    optimizer.load_state_dict(train(build("neg"), "adagrad", fused=True).state_dict())
+    layer.loss(torch.randn(N, H, dtype=torch.float64), torch.arange(N)).backward()
+    assert layer.sparse_parameters()[0].grad is None and float(optimizer.state_dict()["state"][0]["step"]) == 4

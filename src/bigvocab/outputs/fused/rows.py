@@ -202,10 +202,12 @@ class FusedRowOptimizer(torch.optim.Optimizer):
                 self._records.append(record)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        # A copy (deepcopy, pickle) holds the state but updates nothing in the backward: the
-        # copied parameters train with sparse gradients until their layer is fused again.
+        # load_state_dict comes here too, and keeps the records. A copy (deepcopy, pickle) has
+        # none: it holds the state but updates nothing in the backward, so the copied parameters
+        # train with sparse gradients until their layer is fused again.
         super().__setstate__(state)
-        self._records = []
+        if not hasattr(self, "_records"):
+            self._records = []
 
     def group_of(self, param: Tensor) -> dict[str, Any]:
         """The parameter group holding ``param``."""
