@@ -23,7 +23,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from bigvocab.outputs.fused.rows import RowGradient, _FusedRows, fused_record
+from bigvocab.outputs.fused.gradients import RowGradient
+from bigvocab.outputs.fused.rows import _FusedRows, fused_record
 
 
 class PairRows(RowGradient):

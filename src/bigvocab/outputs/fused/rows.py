@@ -35,6 +35,7 @@ from torch import Tensor, nn
 from torch.utils.weak import WeakIdKeyDictionary
 
 from bigvocab.errors import ConfigError, NonFiniteError
+from bigvocab.outputs.fused.gradients import GatheredRows, RowGradient
 from bigvocab.outputs.sparse_grads import clip_norm_
 
 #: parameter -> a weak reference to its :class:`_FusedRows`: only the optimiser holds the record,
@@ -117,54 +118,6 @@ def summed_rows(pieces: list[tuple[Tensor, Tensor]]) -> tuple[Tensor, Tensor]:
         return ids, grads
     rows, inverse = torch.unique(ids, sorted=True, return_inverse=True)
     return rows, grads.new_zeros((rows.shape[0], *grads.shape[1:])).index_add_(0, inverse, grads)
-
-
-class RowGradient:
-    """A step's gradient of the distinct rows a parameter's step touched, and the compiled updates
-    that read it: gathered (:class:`GatheredRows`), or still to be summed from the pairs that
-    scored the rows (:class:`~bigvocab.outputs.fused.pairs.PairRows`). The optimisers write
-    their step once against this interface."""
-
-    def sgd(self, param: Tensor, rate: float) -> None:
-        raise NotImplementedError
-
-    def adagrad(self, param: Tensor, sums: Tensor, rate: float, eps: float) -> None:
-        raise NotImplementedError
-
-    def rowwise_adagrad(self, param: Tensor, sums: Tensor, rate: float, eps: float) -> None:
-        raise NotImplementedError
-
-    def sparse_adam(
-        self, param: Tensor, exp_avg: Tensor, exp_avg_sq: Tensor, *, step_size: float, betas: tuple, eps: float
-    ) -> None:
-        raise NotImplementedError
-
-
-class GatheredRows(RowGradient):
-    """Distinct sorted ``rows`` (U,) and their gradients ``grads`` (U, ...)."""
-
-    def __init__(self, rows: Tensor, grads: Tensor) -> None:
-        self.rows, self.grads = rows, grads
-
-    def sgd(self, param: Tensor, rate: float) -> None:
-        param.data.index_add_(0, self.rows, self.grads, alpha=-rate)  # reads and writes each row once
-
-    def adagrad(self, param: Tensor, sums: Tensor, rate: float, eps: float) -> None:
-        from bigvocab.kernels.adagrad import adagrad_rows  # numba loads on first use
-
-        adagrad_rows(param, sums, self.rows, self.grads, rate, eps)
-
-    def rowwise_adagrad(self, param: Tensor, sums: Tensor, rate: float, eps: float) -> None:
-        from bigvocab.kernels.rowwise_adagrad import rowwise_adagrad_rows  # numba loads on first use
-
-        rowwise_adagrad_rows(param, sums, self.rows, self.grads, rate, eps)
-
-    def sparse_adam(
-        self, param: Tensor, exp_avg: Tensor, exp_avg_sq: Tensor, *, step_size: float, betas: tuple, eps: float
-    ) -> None:
-        from bigvocab.kernels.sparse_adam import sparse_adam_rows  # numba loads on first use
-
-        sparse_adam_rows(param, exp_avg, exp_avg_sq, self.rows, self.grads, step_size=step_size, betas=betas, eps=eps)
 
 
 class FusedRowOptimizer(torch.optim.Optimizer):

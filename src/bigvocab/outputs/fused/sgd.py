@@ -8,7 +8,8 @@ from typing import Any
 
 from torch import Tensor
 
-from bigvocab.outputs.fused.rows import FusedRowOptimizer, RowGradient
+from bigvocab.outputs.fused.gradients import RowGradient
+from bigvocab.outputs.fused.rows import FusedRowOptimizer
 from bigvocab.registry import ROW_OPTIMIZERS
 
 
