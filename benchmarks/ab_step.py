@@ -10,6 +10,9 @@ machine: on a shared machine only such paired ratios mean anything.
     git worktree add ../bigvocab-before main
     python benchmarks/ab_step.py --before ../bigvocab-before/src --after src --row 'hsm[huffman]' --vocab 1M
     python benchmarks/ab_step.py --before A/src --after B/src --row nce --vocab 100k --threads 2 --repeats 20
+    python benchmarks/ab_step.py --before src --after src --row nce --vocab 1M --threads 1 --after-threads 2
+
+The last form times one tree on 1 thread against 2: the thread scaling of a step, paired.
 
 Both trees must have the public measuring API of ``bigvocab.bench`` (bigvocab 0.2.0 or later).
 """
@@ -50,9 +53,9 @@ def worker(row: str, vocab: int, steps: int, warmup: int) -> None:
         print(json.dumps({"seconds": (time.perf_counter() - start) / steps}), flush=True)
 
 
-def start_worker(tree: Path, args: argparse.Namespace) -> subprocess.Popen:
+def start_worker(tree: Path, threads: int, args: argparse.Namespace) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(tree.resolve()), "THP_MEM_ALLOC_ENABLE": "1"}
-    env.update({name: str(args.threads) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")})
+    env.update({name: str(threads) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")})
     command = [sys.executable, __file__, "--worker", "--row", args.row, "--vocab", str(args.vocab)]
     command += ["--steps", str(args.steps), "--warmup", str(args.warmup)]
     process = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -78,6 +81,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=5, help="steps per timing (default 5)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps first (default 3)")
     parser.add_argument("--threads", type=int, default=1, help="threads per worker (default 1)")
+    parser.add_argument("--after-threads", type=int, help="threads of the after tree's worker (default --threads)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -85,7 +89,8 @@ def main() -> None:
         return
     if args.before is None or args.after is None:
         parser.error("--before and --after are required")
-    before, after = start_worker(args.before, args), start_worker(args.after, args)
+    after_threads = args.after_threads or args.threads
+    before, after = start_worker(args.before, args.threads, args), start_worker(args.after, after_threads, args)
     ratios, times = [], {"before": [], "after": []}
     for repeat in range(args.repeats):
         order = [("before", before), ("after", after)][:: 1 if repeat % 2 == 0 else -1]
@@ -97,8 +102,9 @@ def main() -> None:
         process.stdin.close()  # type: ignore[union-attr]
         process.wait()
     median = statistics.median(ratios)
+    threads = f"{args.threads}" if after_threads == args.threads else f"{args.threads}/{after_threads}"
     print(
-        f"{args.row} V={args.vocab:,} threads={args.threads}: before {statistics.median(times['before']) * 1e3:.2f} ms, "
+        f"{args.row} V={args.vocab:,} threads={threads}: before {statistics.median(times['before']) * 1e3:.2f} ms, "
         f"after {statistics.median(times['after']) * 1e3:.2f} ms a step; before/after {median:.3f}x "
         f"[{min(ratios):.3f}-{max(ratios):.3f}] over {args.repeats} alternating pairs"
     )

@@ -386,9 +386,22 @@ def build_parser() -> Parser:
         help=f"factor of the exponential and plateau schedules (default {defaults.lr_decay})",
     )
     group.add_argument("--min-lr", type=nonnegative_float, metavar="LR", help=f"default {defaults.min_lr}")
-    group.add_argument("--clip-norm", type=positive_float, metavar="F", help="clip the gradient norm")
+    group.add_argument(
+        "--clip-norm",
+        type=positive_float,
+        metavar="F",
+        help="clip the gradient norm (fused rows: each parameter's own)",
+    )
     group.add_argument(
         "--amsgrad", action="store_true", default=None, help="adam, adamw: AMSGrad's maximum of the second moments"
+    )
+    group.add_argument(
+        "--fused-rows",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="update the output layer's sparse rows inside the backward (sgd, adagrad, adam without weight "
+        "decay, CPU; --clip-norm then clips them by their own norm); --no-fused-rows steps them with "
+        "torch.optim (default on)",
     )
     group.add_argument(
         "--gradient-noise",

@@ -4,7 +4,7 @@ A layer becomes usable from Python, the CLI, the contract tests and the benchmar
 decorated with ``@OUTPUTS.register("name")``; nothing else needs to know it exists. Each registry
 is filled by the package that defines its entries, when that package is imported:
 
-* :data:`OUTPUTS`, :data:`SCORERS`, :data:`TREES` -- :mod:`bigvocab.outputs`;
+* :data:`OUTPUTS`, :data:`SCORERS`, :data:`TREES`, :data:`ROW_OPTIMIZERS` -- :mod:`bigvocab.outputs`;
 * :data:`SAMPLERS` -- :mod:`bigvocab.samplers`;
 * :data:`CORPORA` -- :mod:`bigvocab.data`;
 * :data:`SIDE_LOADERS` -- :mod:`bigvocab.evaluate` (word vectors);
@@ -137,6 +137,8 @@ SAMPLERS: Registry = Registry("sampler")
 TREES: Registry = Registry("tree")
 MODELS: Registry = Registry("model")
 OPTIMIZERS: Registry = Registry("optimizer")
+#: Optimisers applied inside the backward of the sparse output layers (``OutputLayer.fuse_optimizer``).
+ROW_OPTIMIZERS: Registry = Registry("fused row optimizer")
 SCHEDULES: Registry = Registry("lr schedule")
 CORPORA: Registry = Registry("corpus kind")
 INDEXES: Registry = Registry("index kind")

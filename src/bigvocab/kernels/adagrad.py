@@ -27,19 +27,22 @@ from bigvocab.kernels.threads import run_in_ranges
 # error_model="numpy": a division by zero gives inf (as torch) instead of raising, which also lets
 # the division and the square root vectorise.
 @njit(nogil=True, cache=True, error_model="numpy")
+def adagrad_row(weight_row: np.ndarray, sum_row: np.ndarray, grad_row: np.ndarray, rate, eps) -> None:
+    """One row's Adagrad step, in place (also called by :mod:`~bigvocab.kernels.fused_pairs`)."""
+    for d in range(weight_row.shape[0]):
+        total = sum_row[d] + grad_row[d] * grad_row[d]
+        sum_row[d] = total
+        weight_row[d] -= rate * (grad_row[d] / (np.sqrt(total) + eps))
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
 def _adagrad_rows(
     weight: np.ndarray, sums: np.ndarray, rows: np.ndarray, values: np.ndarray, rate, eps, lo: int, hi: int
 ) -> None:
     """Rows ``rows[lo:hi]`` (distinct) of ``weight`` and ``sums`` (V, D), their gradient rows
     ``values`` (U, D); ``rate`` and ``eps`` in the weight's dtype."""
     for i in range(lo, hi):
-        weight_row = weight[rows[i]]
-        sum_row = sums[rows[i]]
-        grad_row = values[i]
-        for d in range(weight_row.shape[0]):
-            total = sum_row[d] + grad_row[d] * grad_row[d]
-            sum_row[d] = total
-            weight_row[d] -= rate * (grad_row[d] / (np.sqrt(total) + eps))
+        adagrad_row(weight[rows[i]], sums[rows[i]], values[i], rate, eps)
 
 
 def compiled_adagrad_applies(param: Tensor, sums: Tensor, grad: Tensor) -> bool:

@@ -26,6 +26,7 @@ contract tests, the models and the bench then pick it up with no other edit.
 # The import order is the registration order, which listings and the bench follow.
 # isort: off
 from bigvocab.outputs import scorers  # noqa: F401  (registers the scorers)
+from bigvocab.outputs import fused  # noqa: F401  (registers the fused row optimizers)
 from bigvocab.outputs import full  # noqa: F401  (registers)
 from bigvocab.outputs import hsm  # noqa: F401  (registers)
 from bigvocab.outputs import dsoftmax  # noqa: F401  (registers)

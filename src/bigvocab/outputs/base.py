@@ -33,10 +33,11 @@ from torch import Tensor, nn
 
 from bigvocab.declarations import Option, constructor_options
 from bigvocab.errors import ConfigError
-from bigvocab.outputs.cost import Cost
+from bigvocab.outputs.cost import Cost, fused_state_cost
 from bigvocab.outputs.engine import EngineTables
+from bigvocab.outputs.fused.rows import FusedRowOptimizer
 from bigvocab.outputs.sparse_grads import mark_distinct_rows
-from bigvocab.registry import OUTPUTS, keyword_options
+from bigvocab.registry import OUTPUTS, ROW_OPTIMIZERS, build, keyword_options
 from bigvocab.validation import check_positive_int
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -75,6 +76,9 @@ class OutputLayer(nn.Module):
     #: True when a training step holds the dense (N, V) logits, their softmax and gradient at once
     #: (the textbook ``nn.Linear`` + cross-entropy), so a caller should check memory first.
     dense_logits: bool = False
+
+    #: The optimiser that updates :meth:`sparse_parameters` in the backward (:meth:`fuse_optimizer`), or None.
+    fused_optimizer: FusedRowOptimizer | None = None
 
     #: Named forms of the method (label -> constructor options), e.g. hsm's trees: the bench
     #: gives each its own row and the contract suite tests each. Empty: the defaults are the one form.
@@ -155,6 +159,14 @@ class OutputLayer(nn.Module):
         """FLOPs and bytes a training step on the targets (N,) must spend, from the layer's shape
         and options (see :mod:`bigvocab.outputs.cost`); None when the layer has no cost model."""
         return None
+
+    def step_cost(self, target: Tensor) -> Cost | None:
+        """:meth:`train_cost` with the state traffic of the layer's fused optimiser, if any
+        (:func:`~bigvocab.outputs.cost.fused_state_cost`): what a step as trained costs."""
+        cost = self.train_cost(target)
+        if cost is None or self.fused_optimizer is None:
+            return cost
+        return fused_state_cost(cost, self.fused_optimizer.state_passes())
 
     def log_prob_cost(self, target: Tensor) -> Cost | None:
         """FLOPs and bytes of exact ``log_prob`` for the targets (N,), forward only; None when the
@@ -309,6 +321,25 @@ class OutputLayer(nn.Module):
         trainer can hand them to a sparse-capable optimiser. Layers with some dense parameters
         among sparse ones override this."""
         return list(self.parameters()) if self.sparse_grad else []
+
+    def fuse_optimizer(self, name: str, *, lr: float, **options: Any) -> FusedRowOptimizer:
+        """Update this layer's :meth:`sparse_parameters` inside the backward from now on, with the
+        fused row optimiser ``name`` (``bigvocab.registry.ROW_OPTIMIZERS``: ``sgd``, ``adagrad``,
+        ``rowwise_adagrad``, ``sparse_adam``), and return it (a ``torch.optim.Optimizer`` whose
+        ``step`` has nothing left to do: give the other parameters their own optimiser).
+
+        ``options`` are the method's (``eps``, ``betas``, ``lr_decay``...) and ``max_norm``, which
+        clips each sparse parameter's step gradient by its own L2 norm before its update. The
+        layer keeps the optimiser (:attr:`fused_optimizer`; a second call replaces it); save its
+        ``state_dict()`` with the model's. See :mod:`bigvocab.outputs.fused`."""
+        params = self.sparse_parameters()
+        if not params:
+            raise ConfigError(f"{type(self).__name__} has no sparse parameters to fuse an optimizer into")
+        if self.fused_optimizer is not None:
+            self.fused_optimizer.release()
+        optimizer = build(ROW_OPTIMIZERS, name, (params,), {}, {"lr": lr, **options})
+        self.fused_optimizer = optimizer
+        return optimizer
 
     def _no_negatives_message(self) -> str:
         takers = [name for name in OUTPUTS.names() if getattr(OUTPUTS.get(name), "takes_negatives", False)]

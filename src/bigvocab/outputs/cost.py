@@ -13,7 +13,9 @@ Accounting (the standard one of Kaplan et al. 2020, section 2.1):
   2H; the backward of a product Y = X W costs two more products of the same size
   (dX = dY W^T, dW = X^T dY), so a training step costs 3x its forward;
 * bytes moved count each parameter the operation touches once per pass that reads it (forward,
-  and in training the backward's read and the gradient's write: 3 passes), plus the hidden states
+  and in training the backward's read and the gradient's write: 3 passes; a sparse layer whose
+  update is fused into the backward writes the updated row in place of the gradient, so 3 passes
+  are its whole step, plus its optimiser's state, :func:`fused_state_cost`), plus the hidden states
   read (and their gradient written in training). A row several pairs score (a tree node on many
   paths, a class drawn twice or also a target) is one row: its later reads can come from cache.
   Activations that stay in cache are not counted, so these are lower bounds on the traffic of a
@@ -56,6 +58,16 @@ def dot_cost(
     passes = PASSES[training]
     moved = float(passes * parameters * element_size)
     return Cost(2.0 * passes * pairs * width, moved, moved if gathered else 0.0)
+
+
+def fused_state_cost(cost: Cost, state_passes: float) -> Cost:
+    """A training step's ``cost`` plus the optimiser state that a fused row update
+    (:mod:`bigvocab.outputs.fused`) reads and writes beside each touched row: ``state_passes``
+    numbers moved per number of a touched row (SGD 0, Adagrad's sums 2, lazy Adam's two moments 4),
+    priced as the rows' own scattered traffic. The rows themselves need no more than the step's
+    :data:`PASSES`: the update writes each row in place of the gradient the step would write."""
+    extra = cost.gathered / PASSES[True] * state_passes
+    return cost + Cost(0.0, extra, extra)
 
 
 def hidden_cost(rows: int, width: int, *, element_size: int, training: bool) -> Cost:

@@ -2,6 +2,8 @@
 
 * :func:`gather_rows` -- rows of a parameter with a *sparse* gradient (only the touched rows),
   which is what lets sampled and tree-structured layers train in time independent of V.
+* :func:`row_pair_dots` -- scores of (example, row) pairs by the compiled pair kernel, the rows
+  gathered sparsely or, under a fused optimiser, updated in the backward's one pass.
 * :func:`pairs_compiled` -- whether the compiled pair kernel scores (example, row) pairs here.
 * :func:`distinct_ids` -- ``torch.unique`` with inverse for class ids, by a bitmap or marks rather than a sort.
 * :func:`chunked_logsumexp` -- log Z and the target logit of a linear softmax computed over
@@ -15,6 +17,9 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor
+
+from bigvocab.outputs.fused.pairs import fused_pair_dots
+from bigvocab.outputs.fused.rows import fused_gather
 
 #: Chunks hold at most this many logits (64 MiB in float32) unless the caller says otherwise.
 DEFAULT_CHUNK_ELEMENTS = 1 << 24
@@ -65,10 +70,32 @@ class _GatherRows(torch.autograd.Function):
 
 def gather_rows(param: Tensor, ids: Tensor, *, sparse: bool = True) -> Tensor:
     """``param[ids]`` for ids of shape (M,); with ``sparse`` its gradient is a sparse COO tensor
-    holding only the M touched rows, so an SGD step costs O(M·H) rather than O(V·H)."""
+    holding only the M touched rows, so an SGD step costs O(M·H) rather than O(V·H). A parameter
+    with a fused optimiser (``OutputLayer.fuse_optimizer``) gets no gradient: the backward updates
+    its touched rows in place (:mod:`bigvocab.outputs.fused`)."""
+    fused = fused_gather(param, ids)
+    if fused is not None:
+        return fused
     if sparse and param.requires_grad and torch.is_grad_enabled():
         return _GatherRows.apply(param, ids)
     return param.index_select(0, ids)
+
+
+def row_pair_dots(
+    hidden: Tensor, param: Tensor, unique: Tensor, example: Tensor, row: Tensor, *, sparse: bool
+) -> Tensor:
+    """(P,) scores ``hidden[example[p]] . param[unique[row[p]]]`` by the compiled pair kernel
+    (:mod:`bigvocab.kernels.pairs`; CPU, float32 or float64) for hidden (N, H), rows ``param``
+    (V, H), distinct sorted ids ``unique`` (U,) and P pairs (``example`` in [0, N), ``row`` in
+    [0, U)), differentiable in both: ``param``'s rows are gathered with :func:`gather_rows`, or,
+    when ``param`` has a fused optimiser, read where they lie and updated in the backward in one
+    pass (:mod:`bigvocab.outputs.fused.pairs`)."""
+    fused = fused_pair_dots(hidden, param, unique, example, row)
+    if fused is not None:
+        return fused
+    from bigvocab.kernels.pairs import flat_pair_dots  # numba loads on first use
+
+    return flat_pair_dots(hidden, gather_rows(param, unique, sparse=sparse), example, row)
 
 
 def fill_padding(target: Tensor) -> Tensor:

@@ -40,6 +40,7 @@ from bigvocab.outputs.functional import (
     example_logits,
     gather_rows,
     pairs_compiled,
+    row_pair_dots,
 )
 from bigvocab.outputs.search import Children, tree_topk
 from bigvocab.outputs.trees import Tree, build_tree, segment_ranges, tree_side_inputs
@@ -337,12 +338,10 @@ class HierarchicalSoftmax(OutputLayer):
         """hidden[example[p]] . weight[rows[p]] (+ bias) for P (example, decision row) pairs, (P,):
         each touched row gathered once (sparse gradient), then one dot product per pair."""
         unique_rows, inverse = distinct_ids(rows, self.weight.shape[0])
-        weight = gather_rows(self.weight, unique_rows, sparse=self.sparse_grad)
         if pairs_compiled(hidden):
-            from bigvocab.kernels.pairs import flat_pair_dots  # numba loads on first use
-
-            logits = flat_pair_dots(hidden, weight, example, inverse)
+            logits = row_pair_dots(hidden, self.weight, unique_rows, example, inverse, sparse=self.sparse_grad)
         else:
+            weight = gather_rows(self.weight, unique_rows, sparse=self.sparse_grad)
             logits = _PairDots.apply(hidden, weight, example, inverse, self._pairs_per_chunk())
         if self.bias is not None:
             logits = logits + gather_rows(self.bias, unique_rows, sparse=self.sparse_grad)[inverse]

@@ -9,12 +9,14 @@ of 256 at V = 1M, and SGD's update of a (V,) bias took 0.43-0.53 ms against 0.04
 
 :func:`rows_are_distinct` tells such a gradient by one comparison per row; :func:`mark_distinct_rows`
 hooks a layer's sparse parameters so that, after each backward, a gradient that passes it is
-stored marked.
+stored marked. :func:`clip_norm_` clips gradient values by their joint L2 norm, for the trainer's
+``clip_norm`` and for the rows a fused optimiser updates in the backward (:mod:`bigvocab.outputs.fused`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -55,3 +57,19 @@ def _mark(param: nn.Parameter) -> None:
         param.grad = torch.sparse_coo_tensor(
             grad._indices(), grad._values(), grad.shape, check_invariants=False, is_coalesced=True
         )
+
+
+def clip_norm_(values: Sequence[Tensor], max_norm: float) -> float:
+    """Scale ``values`` (dense tensors, or the values of sparse gradients whose rows are distinct) in
+    place so that their joint L2 norm is at most ``max_norm``, by ``max_norm / (norm + 1e-6)`` as
+    ``torch.nn.utils.clip_grad_norm_`` does; returns the norm before clipping (0.0 for none). The
+    norm is taken in float32 or the values' wider dtype, and nothing is scaled when it is not finite."""
+    if not values:
+        return 0.0
+    wide = [value.to(torch.promote_types(value.dtype, torch.float32)) for value in values]
+    norm = float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(v).double() for v in wide])))
+    if math.isfinite(norm) and norm > max_norm:
+        scale = max_norm / (norm + 1e-6)
+        for value in values:
+            value.mul_(scale)
+    return norm

@@ -35,7 +35,7 @@ class TrainConfig:
     lr_schedule: str = "plateau"  # a registered schedule
     lr_decay: float = 0.5  # factor of the exponential and plateau schedules
     min_lr: float = 1e-5  # floor of every schedule, and the end point of "linear"
-    clip_norm: float | None = None  # clip the global gradient norm to this value
+    clip_norm: float | None = None  # clip the global gradient norm to this value (fused rows: each parameter's own)
     gradient_noise: float = 0.0  # η of annealed Gaussian gradient noise, variance η / (1 + t)^0.55 (0: none)
     curriculum: str | None = None  # a curriculum measure (frequency, length): easy units first, growing
     curriculum_epochs: int = 2  # epochs over which the curriculum grows to the whole corpus
@@ -49,6 +49,7 @@ class TrainConfig:
     max_steps: int | None = None  # stop after this many optimiser steps in total
     progress: bool = True  # tqdm progress bar on stderr
     checkpoint_every: int | None = None  # also write last.pt every this many steps
+    fused_rows: bool = True  # update the output layer's sparse rows in the backward where it applies
 
     def __post_init__(self) -> None:
         check_positive_int("epochs", self.epochs)
@@ -78,8 +79,9 @@ class TrainConfig:
             and self.gradient_noise >= 0
         ):
             raise ConfigError(f"gradient_noise must be a finite number >= 0, got {self.gradient_noise!r}")
-        if not isinstance(self.amsgrad, bool):
-            raise ConfigError(f"amsgrad must be True or False, got {self.amsgrad!r}")
+        for name in ("amsgrad", "fused_rows"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be True or False, got {getattr(self, name)!r}")
         for name in ("patience", "max_steps", "checkpoint_every"):
             if getattr(self, name) is not None:
                 check_positive_int(name, getattr(self, name))

@@ -8,7 +8,6 @@ state that changes every row at every step cannot be sparse).
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -18,7 +17,9 @@ from torch import Tensor, nn
 from torch.optim.adagrad import adagrad as functional_adagrad
 
 from bigvocab.errors import ConfigError
-from bigvocab.outputs.sparse_grads import rows_are_distinct
+from bigvocab.models.base import LanguageModel
+from bigvocab.outputs.fused import FusedRowOptimizer
+from bigvocab.outputs.sparse_grads import clip_norm_, rows_are_distinct
 from bigvocab.registry import OPTIMIZERS
 
 if TYPE_CHECKING:
@@ -177,8 +178,49 @@ def sparse_adam(params: list[nn.Parameter], config: TrainConfig, *, sparse: bool
     return adam(params, config, sparse=sparse)
 
 
-def build_optimizers(model: WordModel, config: TrainConfig) -> tuple[list[torch.optim.Optimizer], list[nn.Parameter]]:
+#: The fused row optimiser (``ROW_OPTIMIZERS``) that applies each registered optimiser's sparse
+#: update in the backward, for those that have one (adam and adamw without decay are SparseAdam).
+FUSED_ROWS = {
+    "sgd": "sgd",
+    "adagrad": "adagrad",
+    "adam": "sparse_adam",
+    "adamw": "sparse_adam",
+    "sparse_adam": "sparse_adam",
+}
+
+
+def fuse_output_rows(model: WordModel, config: TrainConfig) -> FusedRowOptimizer | None:
+    """The output layer's sparse parameters given a fused row optimiser (the update inside the
+    backward, :mod:`bigvocab.outputs.fused`) where it applies, else None: ``config.fused_rows``,
+    an optimiser of :data:`FUSED_ROWS` without weight decay or amsgrad, an output layer with
+    sparse parameters on the CPU in float32/float64 that no other module shares (a weight tied to
+    an input embedding takes gradients from both). ``clip_norm`` clips each fused parameter by
+    its own norm."""
+    output = model.output if isinstance(model, LanguageModel) else None
+    if (
+        output is None
+        or not config.fused_rows
+        or config.optimizer not in FUSED_ROWS
+        or config.weight_decay
+        or config.amsgrad
+    ):
+        return None
+    params = output.sparse_parameters()
+    outside = {id(p) for name, p in model.named_parameters(remove_duplicate=False) if not name.startswith("output.")}
+    if not params or any(
+        id(p) in outside or p.device.type != "cpu" or p.dtype not in (torch.float32, torch.float64) for p in params
+    ):
+        return None
+    return output.fuse_optimizer(FUSED_ROWS[config.optimizer], lr=config.lr, max_norm=config.clip_norm)
+
+
+def build_optimizers(
+    model: WordModel, config: TrainConfig, *, fuse: bool = True
+) -> tuple[list[torch.optim.Optimizer], list[nn.Parameter]]:
     """``(optimisers, dense_params)`` for ``model`` under ``config``.
+
+    With ``fuse`` the output layer's sparse parameters get a fused row optimiser where it applies
+    (:func:`fuse_output_rows`); it comes last in the list.
 
     Parameters in ``model.sparse_parameters()`` get the sparse-capable variant of the chosen method.
     Momentum, Nesterov, RMSprop and Adadelta keep a running state that changes every row at every
@@ -188,7 +230,9 @@ def build_optimizers(model: WordModel, config: TrainConfig) -> tuple[list[torch.
     sparse gradients the trainer densifies before stepping.
     """
     make = OPTIMIZERS.get(config.optimizer)
-    params = [p for p in model.parameters() if p.requires_grad]
+    fused = fuse_output_rows(model, config) if fuse else None
+    fused_ids = {id(p) for group in fused.param_groups for p in group["params"]} if fused is not None else set()
+    params = [p for p in model.parameters() if p.requires_grad and id(p) not in fused_ids]
     declared = model.sparse_parameters()
     sparse_ids = {id(p) for p in declared if p.requires_grad}
     sparse = [p for p in params if id(p) in sparse_ids]
@@ -213,6 +257,8 @@ def build_optimizers(model: WordModel, config: TrainConfig) -> tuple[list[torch.
         optimizers.append(make(dense, config, sparse=False))
     if sparse_optimizer is not None:
         optimizers.append(sparse_optimizer)
+    if fused is not None:
+        optimizers.append(fused)
     if not optimizers:
         raise ConfigError("the model has no trainable parameters")
     return optimizers, dense
@@ -246,11 +292,4 @@ def clip_grad_norm(params: Iterable[nn.Parameter], max_norm: float) -> float:
             grads.append(param.grad._values())
         else:
             grads.append(param.grad)
-    if not grads:
-        return 0.0
-    norm = float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.float()) for g in grads])))
-    if math.isfinite(norm) and norm > max_norm:
-        scale = max_norm / (norm + 1e-6)
-        for grad in grads:
-            grad.mul_(scale)
-    return norm
+    return clip_norm_(grads, max_norm)

@@ -181,7 +181,10 @@ class Trainer:
                 f"averaging={self.config.averaging!r} averages the models of several processes: run under torchrun "
                 "(e.g. torchrun --standalone --nproc_per_node 2 -m bigvocab.cli train ...)"
             )
-        self.optimizers, self._dense_params = build_optimizers(self.model, self.config)
+        # Fused rows update in the backward: not under gradient noise (added after the backward) or
+        # data parallelism (the gradients are averaged across processes first).
+        fuse = distributed is None and not self.config.gradient_noise
+        self.optimizers, self._dense_params = build_optimizers(self.model, self.config, fuse=fuse)
         declared = self.model.sparse_parameters()
         self._undeclared = {id(p) for p in self._dense_params} - {id(p) for p in declared}
         # position and history (everything a checkpoint must restore)
@@ -240,7 +243,8 @@ class Trainer:
         if checkpoint is None:
             checkpoint = load_checkpoint(Path(out_dir) / "last.pt")
         try:
-            config = TrainConfig.from_dict({**checkpoint["config"], **overrides})
+            # a run from before fused rows existed stepped its rows with torch.optim, and goes on so
+            config = TrainConfig.from_dict({"fused_rows": False, **checkpoint["config"], **overrides})
         except KeyError:
             raise CheckpointError(f"{str(Path(out_dir) / 'last.pt')!r} holds no training state") from None
         trainer = cls(

@@ -1,8 +1,9 @@
 """The three operations timed for every layer, on one shared workload.
 
 * ``train`` -- one training step: ``loss`` (mean over N rows), backward to the layer's parameters
-  *and* to the hidden states (a real model needs dL/dh), and a plain SGD step. SGD without
-  momentum applies sparse gradients row by row, so a sampled layer's step touches only its rows.
+  *and* to the hidden states (a real model needs dL/dh), and a plain SGD step. A sparse layer's
+  rows take the SGD update inside the backward, as ``bigvocab train`` gives them
+  (:func:`make_optimizer`), so a sampled layer's step touches only its rows.
 * ``log_softmax`` -- the exact (N', V) log-distribution (what a perplexity or a sampler needs).
 * ``topk`` -- the exact 10 best classes of the same N' rows (what decoding needs).
 * ``topk_fitted`` -- the same, for the layers whose top-k is a pruned search
@@ -130,9 +131,17 @@ def training_step(layer: OutputLayer, optimizer: torch.optim.Optimizer, workload
     optimizer.step()
 
 
-def make_optimizer(layer: OutputLayer) -> torch.optim.Optimizer:
-    """The optimiser of the bench's training steps: plain SGD (which applies a sparse gradient row
-    by row) at :data:`LEARNING_RATE` over the layer's trainable parameters."""
+def make_optimizer(layer: OutputLayer, *, fused: bool = True) -> torch.optim.Optimizer:
+    """The optimiser of the bench's training steps: plain SGD at :data:`LEARNING_RATE` over the
+    layer's trainable parameters. With ``fused`` (what ``bigvocab train`` does) a layer's sparse
+    parameters on the CPU in float32/float64 are updated inside the backward
+    (``OutputLayer.fuse_optimizer``), and the returned SGD holds the others; otherwise SGD applies
+    their sparse gradients row by row after the backward."""
+    sparse = layer.sparse_parameters()
+    if fused and sparse and all(p.device.type == "cpu" and p.dtype in (torch.float32, torch.float64) for p in sparse):
+        fused_optimizer = layer.fuse_optimizer("sgd", lr=LEARNING_RATE)
+        rest = [p for p in layer.parameters() if p.requires_grad and all(p is not q for q in sparse)]
+        return torch.optim.SGD(rest, lr=LEARNING_RATE) if rest else fused_optimizer
     return torch.optim.SGD([p for p in layer.parameters() if p.requires_grad], lr=LEARNING_RATE)
 
 

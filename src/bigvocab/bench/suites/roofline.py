@@ -1,8 +1,8 @@
 """The roofline of a training step: the arithmetic it must do, the arithmetic it does, and the
 machine's dense matrix-multiply rate measured in the same run.
 
-``required`` flops (and bytes) are the layer's own declaration, ``layer.train_cost(target)``
-(:mod:`bigvocab.outputs.cost`): the multiply-adds of the method's forward pass, times three,
+``required`` flops (and bytes) are the layer's own declaration, ``layer.step_cost(target)``
+(:mod:`bigvocab.outputs.cost`; its ``train_cost`` and the state its fused optimiser moves): the multiply-adds of the method's forward pass, times three,
 because the backward of a product ``Y = X W`` costs two more products of the same size -- the
 standard 1 + 2 accounting of Kaplan et al. (2020), section 2.1. ``counted`` flops are what the
 step actually executes in matrix products, counted by
@@ -161,8 +161,9 @@ def add_roofline_fractions(rows: list[SpeedRow], best_gflops: float, bandwidth: 
 
 
 def required_train_cost(layer: OutputLayer, target: Tensor) -> tuple[Cost | None, str]:
-    """(cost, source) from the layer's cost model; (None, reason) when it declares none."""
-    cost = layer.train_cost(target)
+    """(cost, source) from the layer's cost model, with its fused optimiser's state
+    (``OutputLayer.step_cost``); (None, reason) when it declares none."""
+    cost = layer.step_cost(target)
     return (None, "no cost model") if cost is None else (cost, "formula")
 
 

@@ -20,6 +20,7 @@ from bigvocab.outputs.functional import (
     example_logits,
     gather_rows,
     pairs_compiled,
+    row_pair_dots,
 )
 from bigvocab.outputs.scorers.base import Scorer
 
@@ -91,13 +92,16 @@ class RowScorer(Scorer):
             logits = pair_dots(hidden, self.all_rows(), ids)
             return logits if self.bias is None else logits + self.bias[ids]
         unique, inverse = distinct_ids(ids, self.num_classes)
-        rows = self.rows(unique)
         budget = chunk_budget(self.max_chunk_elements, hidden.device)
         distinct = unique.numel()
         if distinct <= PRODUCT_ADVANTAGE * ids.shape[1] and ids.shape[0] * distinct <= budget:
-            logits = (hidden @ rows.t()).gather(1, inverse)
+            logits = (hidden @ self.rows(unique).t()).gather(1, inverse)
+        elif self.free_rows:  # the rows of the (V, H) weight, read where they lie when its update is fused
+            example = torch.arange(ids.shape[0], device=ids.device).repeat_interleave(ids.shape[1])
+            flat = row_pair_dots(hidden, self.all_rows(), unique, example, inverse.reshape(-1), sparse=self.sparse_grad)
+            logits = flat.view(ids.shape)
         else:
-            logits = pair_dots(hidden, rows, inverse)
+            logits = pair_dots(hidden, self.rows(unique), inverse)
         bias = self._bias_of(unique)
         return logits if bias is None else logits + bias[inverse]
 
