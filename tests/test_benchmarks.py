@@ -91,5 +91,5 @@ def test_word2vec_unseen_compares_both_libraries_on_a_given_corpus(tmp_path: Pat
     command = [sys.executable, "benchmarks/word2vec_unseen.py", "--eval", str(tmp_path), "--corpus", str(corpus)]
     options = ["--seeds", "2", "--epochs", "1", "--combinations", "CBOW + hs", "--out", str(tmp_path)]
     out = run([*command, *options], tmp_path)
-    assert "| corpus.txt | CBOW + hs |" in out
-    assert len((tmp_path / "runs.csv").read_text().splitlines()) == 5
+    assert "| corpus.txt | CBOW + hs |" in out and "speed-up, 2 threads" in out
+    assert len((tmp_path / "runs.csv").read_text().splitlines()) == 1 + 2 * 2 * 2  # seeds x threads x libraries

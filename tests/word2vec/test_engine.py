@@ -102,3 +102,33 @@ def test_two_threads_share_the_chunks_of_an_epoch():
         arrays, stream, schedule=schedule, words_before=0, epoch=0, workers=2, chunk_words=100, start=550
     )
     assert (rest.read, rest.position) == (words - 500, stream.size)
+
+
+@pytest.mark.parametrize("by_examples", [True, False])
+def test_each_chunks_learning_rate_is_gensims(monkeypatch, by_examples):
+    """gensim gives a job alpha - (alpha - min_alpha) (epoch + p) / epochs, with p the share of
+    the epoch's sentences before it when ``train`` is given ``total_examples`` and its share of the
+    words otherwise. Long sentences first, short ones after, so the two shares differ."""
+    import bigvocab.kernels.word2vec as kernels
+
+    sentences = [[f"w{(i + j) % 7}" for j in range(40 if i < 10 else 4)] for i in range(60)]
+    seen: list[tuple[int, float]] = []
+    real = kernels.train_chunk
+
+    def recording(stream, start, end, *rest):
+        seen.append((start, rest[14]))  # the chunk's first position and its alpha
+        return real(stream, start, end, *rest)
+
+    monkeypatch.setattr(kernels, "train_chunk", recording)
+    model = Word2Vec(vector_size=8, min_count=1, workers=1, batch_words=50, progress=False, alpha=0.03, min_alpha=0.01)
+    model.build_vocab(sentences)
+    total = {"total_examples": model.corpus_count} if by_examples else {"total_words": model.corpus_total_words}
+    model.train(sentences, epochs=2, **total)
+    lengths = np.array([len(s) + 1 for s in sentences])  # a sentence and its end in the stream
+    ends = np.cumsum(lengths)
+    assert len(seen) > 10
+    for i, (start, alpha) in enumerate(seen):
+        epoch = i // (len(seen) // 2)
+        done = int(np.searchsorted(ends, start, side="right"))  # sentences before the chunk
+        share = done / len(sentences) if by_examples else (start - done) / (ends[-1] - len(sentences))
+        assert alpha == pytest.approx(0.03 - 0.02 * (epoch + share) / 2, rel=1e-12)

@@ -1,9 +1,12 @@
-"""The engine's update of one example equals one SGD step of the torch model on that example.
+"""The engine's update of one example is one SGD step of the torch model on that example, with
+word2vec's table for the logistic function.
 
 The torch models' losses (``bigvocab.models.word2vec`` with ``word2vec_updates=True``) have
-word2vec's gradients, so ``param - alpha * grad`` is the update word2vec.c and gensim apply; the
-compiled kernels must reproduce it on the same tensors (output rows distinct, so the order of
-word2vec's in-place updates does not matter).
+word2vec's gradients, so ``param - alpha * grad`` is the update word2vec.c and gensim apply, but
+for the logistic function, which they read from a table (:func:`step_size`, tested exactly here
+against word2vec.c's formula). The kernels must reproduce the torch step on the same tensors
+(output rows distinct, so the order of word2vec's in-place updates does not matter) to within
+what the table changes: each error term by at most ALPHA * TABLE_GAP.
 """
 
 from __future__ import annotations
@@ -14,12 +17,38 @@ import torch
 
 pytest.importorskip("numba")
 
-from bigvocab.kernels.word2vec import cbow_window, load_staged, sg_pair, sg_window_shared, sync_staged
+from bigvocab.kernels.word2vec import (
+    MAX_EXP,
+    cbow_window,
+    load_staged,
+    sg_pair,
+    sg_window_shared,
+    step_size,
+    sync_staged,
+    table_sigmoid,
+)
 from bigvocab.models import build_model
 from bigvocab.word2vec.engine import engine_arrays, staging
 
 V, H, ALPHA = 12, 6, 0.3
 COUNTS = list(range(60, 0, -5))
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _word2vec_sigmoid(f: float) -> float:
+    """word2vec.c's read of its table: sigmoid at -6 + 12 i / 1000, i = (int)((f + 6) * (1000 / 6 / 2))
+    in C, whose integer division makes the scale 83."""
+    return _sigmoid(-6.0 + 12.0 * int((f + 6.0) * (1000 // 6 // 2)) / 1000)
+
+
+#: The largest gap between the table's sigmoid and the exact one (about 0.009, near f = 6)...
+TABLE_GAP = max(abs(table_sigmoid(f) - _sigmoid(f)) for f in np.linspace(-MAX_EXP + 1e-6, MAX_EXP - 1e-6, 20001))
+#: ... so a parameter of these examples (entries within +-0.5) moves by at most ALPHA * TABLE_GAP * 0.5
+#: per error term away from the torch step, and none sums more than 12 terms (3 contexts x 4 outputs).
+TOLERANCE = {"rtol": 0.0, "atol": ALPHA * TABLE_GAP * 0.5 * 12}
 
 
 def _model(name: str, output: str, **model_kwargs):
@@ -91,8 +120,8 @@ def test_skipgram_pair_is_one_sgd_step(output):
         *_unstaged(),
     )
     assert not torch.equal(want_emb, model.embedding.weight.detach())  # the step moved something
-    torch.testing.assert_close(model.embedding.weight.detach(), want_emb, rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(model.output.weight.detach(), want_out, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(model.embedding.weight.detach(), want_emb, **TOLERANCE)
+    torch.testing.assert_close(model.output.weight.detach(), want_out, **TOLERANCE)
 
 
 @pytest.mark.parametrize("output", ["neg", "hsm"])
@@ -126,8 +155,8 @@ def test_cbow_window_is_one_sgd_step(output, cbow_mean):
         *_row_scratch(),
         *_unstaged(),
     )
-    torch.testing.assert_close(model.embedding.weight.detach(), want_emb, rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(model.output.weight.detach(), want_out, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(model.embedding.weight.detach(), want_emb, **TOLERANCE)
+    torch.testing.assert_close(model.output.weight.detach(), want_out, **TOLERANCE)
 
 
 @pytest.mark.parametrize("max_rows", [1, 3, 63])
@@ -191,8 +220,8 @@ def test_staged_tree_rows_give_the_same_step_once_merged(name, max_rows):
     staged_rows = torch.from_numpy(stage.rows)
     assert torch.equal(model.output.weight.detach()[staged_rows], torch.from_numpy(base))  # not merged yet
     sync_staged(a.syn1, stage.rows, local, base)
-    torch.testing.assert_close(model.embedding.weight.detach(), want_emb, rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(model.output.weight.detach(), want_out, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(model.embedding.weight.detach(), want_emb, **TOLERANCE)
+    torch.testing.assert_close(model.output.weight.detach(), want_out, **TOLERANCE)
     assert np.array_equal(local, a.syn1[stage.rows]) and np.array_equal(base, local)
 
 
@@ -247,23 +276,35 @@ def test_hogbatch_window_is_one_sgd_step_on_the_window():
         np.zeros((4, 4), dtype=np.float32),
         *_free(),
     )
-    torch.testing.assert_close(model.embedding.weight.detach(), want_emb, rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(model.output.weight.detach(), want_out, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(model.embedding.weight.detach(), want_emb, **TOLERANCE)
+    torch.testing.assert_close(model.output.weight.detach(), want_out, **TOLERANCE)
 
 
 @pytest.mark.parametrize("hs", [False, True])
-def test_saturated_outputs_are_skipped_as_word2vec_does(hs):
-    """Beyond MAX_EXP on the label's side the error is under 0.0025 and nothing moves; on the
-    wrong side negative sampling takes the full step (word2vec.c's clipped sigmoid) and a tree
-    node is skipped (word2vec.c's hierarchical softmax)."""
-    from bigvocab.kernels.word2vec import MAX_EXP, step_size
+def test_saturated_outputs_are_skipped_as_gensim_does(hs):
+    """Beyond MAX_EXP on either side nothing moves, as in gensim (word2vec.c's negative sampling
+    takes the full step on the wrong side)."""
+    for f in (MAX_EXP, MAX_EXP + 0.5, -MAX_EXP, -MAX_EXP - 0.5):
+        for label in (0.0, 1.0):
+            assert step_size(f, label, ALPHA, hs) == 0.0
 
-    f = MAX_EXP + 0.5
-    assert step_size(f, 1.0, ALPHA, hs) == 0.0 and step_size(-f, 0.0, ALPHA, hs) == 0.0
-    wrong = step_size(-f, 1.0, ALPHA, hs)
-    assert wrong == (0.0 if hs else pytest.approx(ALPHA))
-    inside = step_size(0.3, 1.0, ALPHA, hs)
-    assert inside == pytest.approx(ALPHA * (1 - 1 / (1 + np.exp(-0.3))), rel=1e-5)
+
+@pytest.mark.parametrize("f", [-5.999, -2.3, -0.004, 0.0, 0.004, 0.7, 5.999])
+@pytest.mark.parametrize("label", [0.0, 1.0])
+def test_steps_read_word2vecs_sigmoid_table(f, label):
+    """Negative sampling: alpha (label - table(f)), gensim's step. A tree node: bigvocab's node
+    vector is gensim's negated (its label is gensim's code flipped), so the step is gensim's with
+    the table read at -f: alpha (label - 1 + table(-f))."""
+    rounding = ALPHA * 2.0**-23  # the table holds float32 values below 1
+    want_neg, want_tree = ALPHA * (label - _word2vec_sigmoid(f)), ALPHA * (label - 1 + _word2vec_sigmoid(-f))
+    assert step_size(f, label, ALPHA, False) == pytest.approx(want_neg, rel=0, abs=rounding)
+    assert step_size(f, label, ALPHA, True) == pytest.approx(want_tree, rel=0, abs=rounding)
+
+
+def test_the_table_leans_towards_label_one():
+    """At f = 0 word2vec.c reads sigmoid(-0.024), not 0.5: the lean gensim's vectors have."""
+    assert table_sigmoid(0.0) == pytest.approx(_sigmoid(-0.024), rel=1e-6)
+    assert 0.0 < 0.5 - table_sigmoid(0.0) < TABLE_GAP
 
 
 def _log_sigmoid(x: np.ndarray) -> np.ndarray:

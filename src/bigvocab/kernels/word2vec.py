@@ -14,7 +14,8 @@ each row is read once for both updates; along a tree path each node's row moves 
 dot product (:func:`output_steps`). Both give one SGD step: a path's nodes are distinct.
 With the torch models' losses (``bigvocab.models.word2vec``) that is ``param -= alpha * grad``
 for one example whose output rows are distinct (tests/word2vec/test_kernels.py), up to the
-sigmoid table's 1e-6 and word2vec's skip of saturated outputs (see :func:`step_size`).
+way word2vec.c and gensim read the logistic function from a table, which leans every error
+by up to about 0.0075 (towards gensim's label 1), and their skip of saturated outputs (see :func:`step_size`).
 
 * negative sampling, label 1 for the target and 0 for k negatives drawn from the noise
   distribution (a negative equal to the target is skipped, as word2vec does):
@@ -81,35 +82,40 @@ def axpy(alpha: float, x: np.ndarray, i: int, y: np.ndarray, j: int) -> None:
         y[j, k] += a * x[i, k]
 
 
-#: sigmoid is read from a table over [-MAX_EXP, MAX_EXP] with linear interpolation (error under
-#: 1e-6; word2vec.c and gensim read a 1000-entry table without interpolation), and is 0 or 1 beyond.
+#: The logistic function is read as word2vec.c and gensim read it: from EXP_TABLE_SIZE values of
+#: sigmoid(x) at x = -MAX_EXP + 2 MAX_EXP i / EXP_TABLE_SIZE, at index int((f + MAX_EXP) * TABLE_SCALE),
+#: without interpolation; an output with |f| >= MAX_EXP is not updated. Their scale is written
+#: ``EXP_TABLE_SIZE / MAX_EXP / 2`` between C integers, so it is 83, not 83.3: the value read is
+#: sigmoid(x) at x about 0.996 f - 0.03, every error label - sigmoid leans towards label 1 (by 0.0075
+#: near f = 0), and the dot products settle higher. Reading sigmoid(f) exactly instead left skip-gram + negative
+#: sampling measurably behind gensim (docs/design/word2vec-sigmoid-table.md).
 MAX_EXP = 6.0
-_TABLE_SIZE = 1024
-_SCALE = _TABLE_SIZE / (2 * MAX_EXP)
-SIGMOID_TABLE = (1.0 / (1.0 + np.exp(-(np.arange(_TABLE_SIZE + 1) / _SCALE - MAX_EXP)))).astype(np.float32)
+EXP_TABLE_SIZE = 1000
+TABLE_SCALE = float(EXP_TABLE_SIZE // int(MAX_EXP) // 2)
+SIGMOID_TABLE = (1.0 / (1.0 + np.exp(-(np.arange(EXP_TABLE_SIZE) / EXP_TABLE_SIZE * 2 - 1) * MAX_EXP))).astype(
+    np.float32
+)
 
 
 @njit(nogil=True, cache=True, fastmath=FAST, inline="always")
-def sigmoid(f: float) -> float:
-    if f >= MAX_EXP:
-        return 1.0
-    if f <= -MAX_EXP:
-        return 0.0
-    x = (f + MAX_EXP) * _SCALE
-    i = int(x)
-    return SIGMOID_TABLE[i] + (x - i) * (SIGMOID_TABLE[i + 1] - SIGMOID_TABLE[i])
+def table_sigmoid(f: float) -> float:
+    """word2vec.c's sigmoid(f) for -MAX_EXP < f < MAX_EXP (the table's read, see SIGMOID_TABLE)."""
+    return SIGMOID_TABLE[int((f + MAX_EXP) * TABLE_SCALE)]
 
 
 @njit(nogil=True, cache=True, fastmath=FAST, inline="always")
 def step_size(f: float, label: float, alpha: float, hs: bool) -> float:
-    """``alpha (label - sigmoid(f))``, or 0 where word2vec.c skips the update: beyond MAX_EXP on
-    the label's side (the error is under 0.0025; for negative sampling word2vec.c's clipped
-    sigmoid gives exactly 0 there) and, for a tree node, beyond MAX_EXP on either side."""
-    if (label > 0.5 and f >= MAX_EXP) or (label < 0.5 and f <= -MAX_EXP):
+    """``alpha (label - sigmoid(f))`` with word2vec's table, or 0 for |f| >= MAX_EXP (gensim skips
+    both sides; word2vec.c's negative sampling takes the full step on the wrong one).
+
+    A tree node's label is bigvocab's: position 1 has probability sigmoid(h . u), where gensim's
+    code 1 has 1 - sigmoid(h . u); with the same codes bigvocab's node vector is gensim's negated,
+    so the table is read at -f (``1 - table(-f)``) for the step to be gensim's, table and all."""
+    if f >= MAX_EXP or f <= -MAX_EXP:
         return 0.0
-    if hs and (f >= MAX_EXP or f <= -MAX_EXP):
-        return 0.0
-    return (label - sigmoid(f)) * alpha
+    if hs:
+        return (label - 1.0 + table_sigmoid(-f)) * alpha
+    return (label - table_sigmoid(f)) * alpha
 
 
 @njit(nogil=True, cache=True, fastmath=FAST, inline="always")
@@ -562,14 +568,15 @@ def train_chunk(
     sentence cut by ``end`` or longer than MAX_SENTENCE is trained as pieces). Frequent words are
     dropped first, each with probability 1 - ``keep_prob[w]`` (Mikolov et al. 2013), so windows
     reach over them; ``lockf`` (V,) scales each word's input-vector steps and ``loss`` tallies the
-    loss (:func:`sg_pair`). Returns (words read, words kept by the subsampling). This thread's copies of
-    the staged rows (:func:`sync_staged`) are taken first and merged last, so the shared table
-    holds every update once the chunk is done."""
+    loss (:func:`sg_pair`). Returns (words read, words kept by the subsampling, sentences ended).
+    This thread's copies of the staged rows (:func:`sync_staged`) are taken first and merged
+    last, so the shared table holds every update once the chunk is done."""
     load_staged(syn1, staged, local, base)
     since[0] = 0
     pos = start
     read = 0
     kept = 0
+    sentences = 0
     while pos < end:
         n = 0
         length = 0
@@ -582,6 +589,7 @@ def train_chunk(
                 n += 1
         if pos < end and stream[pos] < 0:
             pos += 1
+            sentences += 1
         read += length
         kept += n
         train_sentence(
@@ -620,4 +628,4 @@ def train_chunk(
             loss,
         )
     sync_staged(syn1, staged, local, base)
-    return read, kept
+    return read, kept, sentences

@@ -484,9 +484,10 @@ class Word2Vec:
         **kwargs: Any,
     ) -> tuple[int, int]:
         """``epochs`` passes over the corpus, the learning rate decaying linearly from
-        ``start_alpha`` (default ``alpha``) to ``end_alpha`` (``min_alpha``) over all of them.
-        As gensim, ``total_examples`` or ``total_words`` and ``epochs`` must be given (the
-        engine counts the words itself). ``compute_loss``: :meth:`get_latest_training_loss` then
+        ``start_alpha`` (default ``alpha``) to ``end_alpha`` (``min_alpha``) over all of them,
+        with the sentences read when ``total_examples`` is given and with the words otherwise, as
+        gensim's. As gensim, ``total_examples`` or ``total_words`` and ``epochs`` must be given
+        (the engine counts the sentences and words itself). ``compute_loss``: :meth:`get_latest_training_loss` then
         gives the summed loss of every example of this call (engine only); ``callbacks``: objects
         with gensim's ``CallbackAny2Vec`` hooks (``on_train_begin``, ``on_epoch_begin``,
         ``on_epoch_end``, ``on_train_end``, each called with the model; the torch path calls the
@@ -527,7 +528,7 @@ class Word2Vec:
         self.running_training_loss = 0.0
         self._call_back("on_train_begin")
         if self.uses_engine:
-            kept = self._train_engine(stream, words, epochs, alpha, min_alpha)
+            kept = self._train_engine(stream, words, epochs, alpha, min_alpha, total_examples is not None)
         else:
             kept = self._train_torch(stream, epochs, alpha, min_alpha)
         self.min_alpha_yet_reached = min_alpha
@@ -551,9 +552,15 @@ class Word2Vec:
         float64 tally; negative log-likelihood of each binary decision, as gensim sums it)."""
         return self.running_training_loss
 
-    def _train_engine(self, stream: np.ndarray, words: int, epochs: int, alpha: float, min_alpha: float) -> int:
+    def _train_engine(
+        self, stream: np.ndarray, words: int, epochs: int, alpha: float, min_alpha: float, by_sentences: bool
+    ) -> int:
+        """The engine's epochs; the learning rate decays by sentences when ``by_sentences`` (gensim's
+        rule when ``total_examples`` is given), counted in the stream rather than taken from the
+        caller, and by words otherwise."""
         arrays = engine_arrays(self.module, self._vectors.vectors_lockf)
-        schedule = Schedule(alpha, min_alpha, words * epochs)
+        sentences = int((stream < 0).sum())
+        schedule = Schedule(alpha, min_alpha, (sentences if by_sentences else words) * epochs, by_sentences)
         kept = 0
         with progress_bar(words * epochs, self.progress) as bar:
             for epoch in range(epochs):
@@ -564,6 +571,7 @@ class Word2Vec:
                     stream,
                     schedule=schedule,
                     words_before=epoch * words,
+                    sentences_before=epoch * sentences,
                     epoch=self.epochs_trained + epoch,
                     workers=self.workers,
                     seed=self.seed,
