@@ -25,7 +25,13 @@ def test_rows_are_the_declared_retrieval_forms_reference_first():
 def test_tiny_run_reports_every_metric_at_every_checkpoint():
     rows = [reference_output(), "sampled[in_batch]"]
     config = RetrievalConfig(
-        item_counts=[300], group_size=10, train_rows=400, test_rows=50, hidden=8, steps=4, rows=rows,
+        item_counts=[300],
+        group_size=10,
+        train_rows=400,
+        test_rows=50,
+        hidden=8,
+        steps=4,
+        rows=rows,
         checkpoints=(0.1, 0.25, 0.5, 1.0),
     )
     results = run_retrieval(config)

@@ -161,6 +161,18 @@ def test_a_restored_estimator_continues_exactly():
         assert torch.equal(value, resumed.state_dict()[key]), key
 
 
+def test_a_state_saved_without_gaps_seen_continues_its_moving_average():
+    estimator = StreamingFrequency(4, alpha=0.25)
+    for ids in ([0, 1], [0], [1, 2]):
+        estimator.update(torch.tensor(ids))
+    old = {key: value for key, value in estimator.state_dict().items() if key != "gaps_seen"}
+    restored = StreamingFrequency(4, alpha=0.25)
+    restored.load_state_dict(old)
+    assert restored.gaps_seen[0].tolist() == [4, 4, 4, 0]
+    restored.update(torch.tensor([0]))  # a gap of 2, blended at rate α
+    assert restored.gap[0, 0].item() == 1.0 + 0.25 * (2 - 1.0)
+
+
 @pytest.mark.parametrize(
     "options, match",
     [

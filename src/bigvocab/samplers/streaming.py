@@ -43,6 +43,8 @@ continues it exactly.
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor, nn
 
@@ -142,6 +144,15 @@ class StreamingFrequency(nn.Module):
         seen = (self.last_seen.gather(1, buckets) > 0).all(dim=0)
         unseen = 1.0 / (self.step.double() + 1.0)
         return torch.where(seen, gap.reciprocal(), unseen).reshape(ids.shape)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # A state saved before ``gaps_seen`` existed blended every gap at rate α: it continues so,
+        # as if each bucket seen had passed its first 1/α gaps.
+        key = prefix + "gaps_seen"
+        if key not in state_dict and prefix + "last_seen" in state_dict:
+            seen = state_dict[prefix + "last_seen"] > 0
+            state_dict[key] = seen.long() * math.ceil(1 / self.alpha)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def log_probability(self, ids: Tensor) -> Tensor:
         """log p̂ (float64), the shape of ``ids``."""
