@@ -2,7 +2,8 @@
 
 On ``bench --retrieval``'s planted task, trains ``sampled`` over in-batch candidates three ways --
 log-Q with π from Yi et al.'s streaming estimator, log-Q with π from the exact counts, no
-correction -- for many epochs, and prints P@1 on the held-out rows at each checkpoint. Then reads
+correction -- for many epochs, and prints P@1 on the held-out rows at each checkpoint, after the
+log-odds between a group's two best labels at the optimum and at the uncorrected optimum. Then reads
 the training rows in shuffled epochs of batches, as the Trainer does, through a fresh
 :class:`~bigvocab.samplers.StreamingFrequency`, and compares its estimate p̂ with each label's
 probability π of being among a batch's positives (from the training rows' label counts), by band
@@ -21,6 +22,7 @@ from bigvocab.bench.harness.config import parse_sizes
 from bigvocab.bench.harness.selection import Candidate
 from bigvocab.bench.harness.side_data import SideData
 from bigvocab.bench.suites.retrieval import RetrievalConfig, RetrievalRow, make_task, train_row
+from bigvocab.data.synthetic_xmc import SyntheticXMC
 from bigvocab.samplers import StreamingFrequency
 
 FORMS = {
@@ -51,7 +53,12 @@ def main() -> None:
     task, train, test = make_task(items, config)
     side = SideData(train.label_counts().tolist(), [str(i) for i in range(items)], lambda: torch.empty(0), "none")
     print(f"{items:,} items, {len(train):,} training rows, batch {args.batch}, {args.steps} steps")
-    print(f"Bayes-optimal P@1 {task.bayes_precision_at_k(1):.3f}\n")
+    print(f"Bayes-optimal P@1 {task.bayes_precision_at_k(1):.3f}")
+    corrected, uncorrected = margins(task, args.batch)
+    print(
+        f"log-odds of a group's best label over its second, median group: {corrected:.3f} at the optimum, "
+        f"{uncorrected:.3f} at the uncorrected in-batch softmax's optimum\n"
+    )
     curves = {}
     for label, options in FORMS.items():
         row = RetrievalRow(items, label, "sampled")
@@ -64,6 +71,18 @@ def main() -> None:
         print(f"| {label} | " + " | ".join(f"{point['P@1']:.3f}" for point in curve) + " |")
     print()
     estimate_table(train.labels, items, args.batch, args.steps)
+
+
+def margins(task: SyntheticXMC, batch: int) -> tuple[float, float]:
+    """The median group's log-odds between its best and second-best label under the optimum (by
+    q_y) and under the uncorrected in-batch softmax's optimum (by q_y / π_y, π_y the probability
+    that y is among a batch's positives)."""
+    within = task.within_group()
+    in_row = task.group_prior[task.label_group] * (1 - (1 - within) ** task.draws)
+    in_batch = 1 - (1 - in_row) ** batch
+    best, second = (within.reshape(-1, task.num_groups)[:2]).unbind(0)
+    best_ratio, second_ratio = ((within / in_batch).reshape(-1, task.num_groups)[:2]).unbind(0)
+    return float((best / second).log().median()), float((best_ratio / second_ratio).log().median())
 
 
 def estimate_table(labels: torch.Tensor, items: int, batch: int, steps: int) -> None:
