@@ -93,3 +93,10 @@ def test_word2vec_unseen_compares_both_libraries_on_a_given_corpus(tmp_path: Pat
     out = run([*command, *options], tmp_path)
     assert "| corpus.txt | CBOW + hs |" in out and "speed-up, 2 threads" in out
     assert len((tmp_path / "runs.csv").read_text().splitlines()) == 1 + 2 * 2 * 2  # seeds x threads x libraries
+
+
+def test_retrieval_logq_trains_three_corrections_and_checks_the_estimate(tmp_path: Path) -> None:
+    command = [sys.executable, "benchmarks/retrieval_logq.py", "--items", "1000", "--train-rows", "2000"]
+    out = run([*command, "--batch", "64", "--steps", "20", "--checkpoints", "2"], tmp_path)
+    assert all(f"| {label} |" in out for label in ("log-Q, streaming π", "log-Q, counts' π", "no correction"))
+    assert "| [0.5, 1.0) |" in out

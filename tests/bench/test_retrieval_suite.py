@@ -25,7 +25,14 @@ def test_rows_are_the_declared_retrieval_forms_reference_first():
 def test_tiny_run_reports_every_metric_at_every_checkpoint():
     rows = [reference_output(), "sampled[in_batch]"]
     config = RetrievalConfig(
-        item_counts=[300], group_size=10, train_rows=400, test_rows=50, hidden=8, steps=4, rows=rows
+        item_counts=[300],
+        group_size=10,
+        train_rows=400,
+        test_rows=50,
+        hidden=8,
+        steps=4,
+        rows=rows,
+        checkpoints=(0.1, 0.25, 0.5, 1.0),
     )
     results = run_retrieval(config)
     assert [row["approach"] for row in results["rows"] if row["method"] != "pecos"] == rows
@@ -34,6 +41,7 @@ def test_tiny_run_reports_every_metric_at_every_checkpoint():
         assert set(METRICS) <= set(row["metrics"])
         assert all(0 <= row["metrics"][name] <= 1 for name in ("P@1", "P@5", "recall@10"))
     first = results["rows"][0]
+    # 0.1 and 0.25 of 4 steps are both step 1, evaluated once
     assert [point["steps"] for point in first["curve"]] == [1, 2, 4] and first["steps"] == 4
     assert 0 < results["tasks"]["300"]["bayes"]["P@1"] <= 1
     report = report_markdown(results, "bigvocab bench --retrieval")

@@ -57,7 +57,9 @@ def inclusion(layer, batch_positives: list[int], before: StreamingFrequency | No
     gap = {y: float(before.gap[0, y]) for y in range(V)}
     last = {y: int(before.last_seen[0, y]) for y in range(V)}
     for y in distinct:
-        gap[y] = step if last[y] == 0 else (1 - before.alpha) * gap[y] + before.alpha * (step - last[y])
+        gaps = int(before.gaps_seen[0, y]) + 1  # the mean of the first 1/α gaps, then the moving average
+        rate = max(before.alpha, 1 / gaps)
+        gap[y] = step if last[y] == 0 else (1 - rate) * gap[y] + rate * (step - last[y])
         last[y] = step
     return {y: 1 / gap[y] if last[y] > 0 else 1 / (step + 1) for y in range(V)}
 

@@ -1,7 +1,8 @@
 """Yi et al.'s streaming frequency estimator against the exact rates of synthetic streams: each id
 occurs in each step independently with a known probability, so its gaps are geometric and the
-estimator's mean and variance after n occurrences are known exactly (the module docstring's
-formula); the tolerances below are that standard deviation, not tuned. Fixed seeds."""
+estimator's mean and variance after n gaps are known exactly (the module docstring's formula), or
+once per epoch of a stream read in epochs; the tolerances below are those standard deviations,
+not tuned. Fixed seeds."""
 
 from __future__ import annotations
 
@@ -23,10 +24,14 @@ def run_stream(estimator: StreamingFrequency, rates: torch.Tensor, seed: int) ->
     return present
 
 
-def gap_sd(p: torch.Tensor, n: torch.Tensor, alpha: float) -> torch.Tensor:
-    """Standard deviation of B after n occurrences of an id with per-step probability p."""
-    decay = (1 - alpha) ** (2 * (n - 1)).double()
-    return torch.sqrt((1 - p) / p**2 * (decay + alpha / (2 - alpha) * (1 - decay)))
+def gap_sd(p: torch.Tensor, occurrences: torch.Tensor, alpha: float) -> torch.Tensor:
+    """Standard deviation of B after ``occurrences`` of an id with per-step probability p: the mean
+    of the first m = ⌊1/α⌋ gaps, then a moving average at rate α."""
+    gaps = (occurrences - 1).double()
+    m = math.floor(1 / alpha)
+    decay = (1 - alpha) ** (2 * (gaps - m).clamp(min=0))
+    variance = torch.where(gaps <= m, 1 / gaps, decay / m + alpha / (2 - alpha) * (1 - decay))
+    return torch.sqrt((1 - p) / p**2 * variance)
 
 
 def z_bound(p: torch.Tensor, alpha: float, z: float = 4.5) -> torch.Tensor:
@@ -86,16 +91,38 @@ def test_a_drifting_rate_is_followed_where_counting_lags():
 
 
 def test_a_step_counts_each_id_once_and_unseen_ids_get_one_over_the_next_step():
-    estimator = StreamingFrequency(5, alpha=0.5)
-    estimator.update(torch.tensor([3, 3, 3]))  # step 1: first sight, gap 1
-    estimator.update(torch.tensor([1]))  # step 2
-    estimator.update(torch.tensor([3, 1, 3]))  # step 3: a gap of 2 for id 3, of 1 for id 1
-    assert estimator.gap[0].tolist() == [0.0, 0.5 * 2 + 0.5 * 1, 0.0, 0.5 * 1 + 0.5 * 2, 0.0]
-    assert estimator.last_seen[0].tolist() == [0, 3, 0, 3, 0]
+    estimator = StreamingFrequency(5, alpha=0.4)
+    estimator.update(torch.tensor([3, 3, 3]))  # step 1: first sight, a wait of 1
+    estimator.update(torch.tensor([1]))  # step 2: first sight, a wait of 2
+    assert estimator.gap[0].tolist() == [0.0, 2.0, 0.0, 1.0, 0.0]
+    estimator.update(torch.tensor([3, 1, 3]))  # step 3: the first gaps replace the waits: 2 for 3, 1 for 1
+    estimator.update(torch.tensor([3]))  # step 4: id 3's second gap, 1: the plain mean of ⌊1/α⌋ = 2 gaps
+    estimator.update(torch.tensor([3]))  # step 5: a third gap, 1, blended at rate α
+    assert estimator.gap[0].tolist() == [0.0, 1.0, 0.0, 1.5 + 0.4 * (1 - 1.5), 0.0]
+    assert estimator.last_seen[0].tolist() == [0, 3, 0, 5, 0]
+    assert estimator.gaps_seen[0].tolist() == [0, 1, 0, 3, 0]
     torch.testing.assert_close(
-        estimator.probability(torch.tensor([[3, 0], [1, 4]])),
-        torch.tensor([[1 / 1.5, 1 / 4], [1 / 1.5, 1 / 4]], dtype=torch.float64),
+        estimator.probability(torch.tensor([[1, 0], [2, 4]])),
+        torch.tensor([[1.0, 1 / 6], [1 / 6, 1 / 6]], dtype=torch.float64),
     )
+
+
+def test_a_stream_read_in_epochs_is_estimated_at_its_true_rate():
+    """400 ids, each once per epoch of E = 20 steps at a uniformly random step (a training set
+    read in a new order each epoch), 6 epochs: the true per-step rate is exactly 1/E. After 5 gaps
+    B = E + (U_6 - U_1)/5 for the positions U of the first and last occurrence, so the mean B of
+    400 ids has standard deviation sqrt(2 (E² - 1)/12)/5/sqrt(400) = 0.08 around E. Blending the
+    wait before the first occurrence (uniform in [1, E], mean 10.5) into B at α = 0.01 would leave
+    it at about 11."""
+    epoch, ids, epochs = 20, 400, 6
+    estimator = StreamingFrequency(ids, alpha=0.01)
+    generator = torch.Generator().manual_seed(11)
+    for _ in range(epochs):
+        for step in torch.randperm(ids, generator=generator).reshape(epoch, -1):
+            estimator.update(step)
+    gaps = estimator.gap[0]
+    assert abs(float(gaps.mean()) - epoch) < 4.5 * math.sqrt(2 * (epoch**2 - 1) / 12) / 5 / math.sqrt(ids)
+    assert float(gaps.min()) >= epoch - (epoch - 1) / 5 and float(gaps.max()) <= epoch + (epoch - 1) / 5
 
 
 def test_hashed_buckets_take_the_largest_gap_over_the_hash_functions():
@@ -132,6 +159,18 @@ def test_a_restored_estimator_continues_exactly():
         resumed.update(ids)
     for key, value in straight.state_dict().items():
         assert torch.equal(value, resumed.state_dict()[key]), key
+
+
+def test_a_state_saved_without_gaps_seen_continues_its_moving_average():
+    estimator = StreamingFrequency(4, alpha=0.25)
+    for ids in ([0, 1], [0], [1, 2]):
+        estimator.update(torch.tensor(ids))
+    old = {key: value for key, value in estimator.state_dict().items() if key != "gaps_seen"}
+    restored = StreamingFrequency(4, alpha=0.25)
+    restored.load_state_dict(old)
+    assert restored.gaps_seen[0].tolist() == [4, 4, 4, 0]
+    restored.update(torch.tensor([0]))  # a gap of 2, blended at rate α
+    assert restored.gap[0, 0].item() == 1.0 + 0.25 * (2 - 1.0)
 
 
 @pytest.mark.parametrize(

@@ -2,16 +2,28 @@
 large corpus item recommendations", Algorithms 2 and 3): how often an id occurs in a training
 step, estimated from the stream itself, with no offline count pass and following drift.
 
-Two arrays over hash buckets: A, the last step at which a bucket was seen, and B, the estimated
-number of steps between its occurrences. At step t, for every distinct bucket i of the step's ids,
+Arrays over hash buckets: A, the last step at which a bucket was seen, B, the estimated number
+of steps between its occurrences, and n, the number of gaps it has seen. At step t, for every
+distinct bucket i of the step's ids,
 
-    B_i <- (1 - α) B_i + α (t - A_i),    A_i <- t,
+    n_i <- n_i + 1,    B_i <- B_i + max(α, 1/n_i) (t - A_i - B_i),    A_i <- t,
 
-and on a bucket's first occurrence B_i <- t (its first gap, counted from step 0, rather than a
-blend with an arbitrary start). The estimated probability that id y occurs in a step is
-p̂(y) = 1 / B[h(y)]; with several hash functions, 1 / max_j B_j[h_j(y)], since a collision only
-shortens the gaps a bucket sees (Algorithm 3). An id never seen gets 1 / (t + 1), the estimate it
-would get if it appeared at the next step.
+so B is the plain mean of the first 1/α gaps and Yi et al.'s moving average B <- (1 - α) B + α gap
+after them. On a bucket's first occurrence there is no gap yet: B_i <- t, the wait since step 0, is
+the estimate until the second occurrence replaces it. The estimated probability that id y occurs
+in a step is p̂(y) = 1 / B[h(y)]; with several hash functions, 1 / max_j B_j[h_j(y)], since a
+collision only shortens the gaps a bucket sees (Algorithm 3). An id never seen gets 1 / (t + 1),
+the estimate it would get if it appeared at the next step.
+
+*Why the wait since step 0 is dropped, and the first gaps averaged.* Yi et al. blend every gap
+into B at rate α from the first, which leaves the first gaps with almost all the weight for the
+first hundred occurrences at α = 0.01 ((1 - α)^(n-1) on the first). For i.i.d. steps that is
+unbiased but noisy; for a stream read in epochs -- every training row once per epoch, in a new
+order -- it is biased: an id in one row per epoch of E steps first appears at a uniform step in
+[1, E], a wait of E/2 on average against its true gap of E, so p̂ stays near twice the truth for
+a hundred epochs (on ``bench --retrieval``'s task at 100k labels, log p̂/π was +0.67 on average
+for labels with π in [0.01, 0.1) after 8 epochs). The gaps between occurrences average E under
+either kind of stream, and averaging the first 1/α of them gives each the same weight.
 
 Each step counts an id once however often it occurs in the step, so p̂ estimates the probability
 that an id is *among* a step's ids -- the inclusion probability that the log-Q correction of
@@ -19,9 +31,9 @@ in-batch candidates needs (Yi et al. update per occurrence; with repeats in a ba
 gaps to 0 and p̂ past 1).
 
 **Variance.** For an id in each step independently with probability p, the gaps are geometric
-with mean 1/p and variance (1 - p)/p². After n occurrences B is a weighted sum of the n gaps
-with weights (1 - α)^(n-1) (the first) and α (1 - α)^(n-1-j), so E[B] = 1/p (unbiased at every n)
-and Var[B] = (1 - p)/p² [(1 - α)^(2(n-1)) + α/(2 - α) (1 - (1 - α)^(2(n-1)))], which tends to
+with mean σ = 1/p and variance σ² = (1 - p)/p², so E[B] = 1/p after any number n of gaps, and
+with m = ⌊1/α⌋, Var[B] = σ²/n for n <= m and
+σ² [(1 - α)^(2(n-m)) / m + α/(2 - α) (1 - (1 - α)^(2(n-m)))] after, which tends to
 α/(2 - α) (1 - p)/p²: the relative error of p̂ is about sqrt(α (1 - p)/(2 - α)) (7% at α = 0.01).
 After a change of rate the old gaps' weight decays as (1 - α)^n over the next n occurrences.
 
@@ -30,6 +42,8 @@ continues it exactly.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 from torch import Tensor, nn
@@ -54,12 +68,13 @@ class StreamingFrequency(nn.Module):
         seed: picks the hash functions.
         device: where the arrays live.
 
-    Buffers: ``step`` (), ``last_seen`` (num_hashes, buckets) int64, ``gap`` (num_hashes,
-    buckets) float64.
+    Buffers: ``step`` (), ``last_seen`` and ``gaps_seen`` (num_hashes, buckets) int64, ``gap``
+    (num_hashes, buckets) float64.
     """
 
     step: Tensor
     last_seen: Tensor
+    gaps_seen: Tensor
     gap: Tensor
     hash_a: Tensor
     hash_b: Tensor
@@ -92,6 +107,7 @@ class StreamingFrequency(nn.Module):
         self.register_buffer("hash_b", hash_b.to(device), persistent=False)
         self.register_buffer("step", torch.zeros((), dtype=torch.long, device=device))
         self.register_buffer("last_seen", torch.zeros(num_hashes, self.buckets, dtype=torch.long, device=device))
+        self.register_buffer("gaps_seen", torch.zeros(num_hashes, self.buckets, dtype=torch.long, device=device))
         self.register_buffer("gap", torch.zeros(num_hashes, self.buckets, dtype=torch.float64, device=device))
 
     def bucket_of(self, ids: Tensor) -> Tensor:
@@ -110,10 +126,13 @@ class StreamingFrequency(nn.Module):
         for row in range(self.num_hashes):
             seen = torch.unique(buckets[row])
             last = self.last_seen[row].index_select(0, seen)
+            gaps = self.gaps_seen[row].index_select(0, seen) + (last > 0).long()
             gap = self.gap[row].index_select(0, seen)
-            blended = gap.mul(1.0 - self.alpha).add_((self.step - last).double(), alpha=self.alpha)
+            rate = gaps.double().reciprocal().clamp(min=self.alpha)
+            blended = gap + rate * ((self.step - last).double() - gap)
             first = self.step.double().expand_as(blended)
             self.gap[row].index_copy_(0, seen, torch.where(last == 0, first, blended))
+            self.gaps_seen[row].index_copy_(0, seen, gaps)
             self.last_seen[row].index_fill_(0, seen, self.step)
 
     @torch.no_grad()
@@ -125,6 +144,15 @@ class StreamingFrequency(nn.Module):
         seen = (self.last_seen.gather(1, buckets) > 0).all(dim=0)
         unseen = 1.0 / (self.step.double() + 1.0)
         return torch.where(seen, gap.reciprocal(), unseen).reshape(ids.shape)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # A state saved before ``gaps_seen`` existed blended every gap at rate α: it continues so,
+        # as if each bucket seen had passed its first 1/α gaps.
+        key = prefix + "gaps_seen"
+        if key not in state_dict and prefix + "last_seen" in state_dict:
+            seen = state_dict[prefix + "last_seen"] > 0
+            state_dict[key] = seen.long() * math.ceil(1 / self.alpha)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def log_probability(self, ids: Tensor) -> Tensor:
         """log p̂ (float64), the shape of ``ids``."""
