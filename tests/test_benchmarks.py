@@ -100,3 +100,9 @@ def test_retrieval_logq_trains_three_corrections_and_checks_the_estimate(tmp_pat
     out = run([*command, "--batch", "64", "--steps", "20", "--checkpoints", "2"], tmp_path)
     assert all(f"| {label} |" in out for label in ("log-Q, streaming π", "log-Q, counts' π", "no correction"))
     assert "| [0.5, 1.0) |" in out
+
+
+def test_fused_step_times_both_paths_and_thread_counts(tmp_path: Path) -> None:
+    command = [sys.executable, "benchmarks/fused_step.py", "--rows", "neg[per-example]", "--vocab", "2000"]
+    out = run([*command, "--repeats", "2", "--steps", "1"], tmp_path)
+    assert "| neg[per-example] |" in out and "torch.optim / fused" in out
