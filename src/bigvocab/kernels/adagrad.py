@@ -21,7 +21,7 @@ import torch
 from numba import njit
 from torch import Tensor
 
-from bigvocab.kernels.threads import run_in_ranges
+from bigvocab.kernels.row_updates import update_rows
 
 
 # error_model="numpy": a division by zero gives inf (as torch) instead of raising, which also lets
@@ -65,17 +65,5 @@ def adagrad_rows(param: Tensor, sums: Tensor, rows: Tensor, values: Tensor, rate
     indices and values of a sparse gradient of whole rows (see :func:`compiled_adagrad_applies`),
     each row listed once.
     """
-    if rows.numel() == 0:
-        return
-    num_rows = param.shape[0]
-    weight = param.detach().numpy().reshape(num_rows, -1)
-    scalar = weight.dtype.type
-    arrays = (
-        weight,
-        sums.numpy().reshape(num_rows, -1),
-        rows.contiguous().numpy(),
-        values.contiguous().numpy().reshape(rows.shape[0], -1),
-        scalar(rate),
-        scalar(eps),
-    )
-    run_in_ranges(_adagrad_rows, arrays, rows.shape[0], torch.get_num_threads(), work_per_item=weight.shape[1])
+    sums_view = sums.numpy().reshape(param.shape[0], -1)
+    update_rows(_adagrad_rows, param, (sums_view,), rows, values, (rate, eps))

@@ -12,11 +12,10 @@ so its state is (V,) rather than (V, D), and each touched row is read and writte
 from __future__ import annotations
 
 import numpy as np
-import torch
 from numba import njit
 from torch import Tensor
 
-from bigvocab.kernels.threads import run_in_ranges
+from bigvocab.kernels.row_updates import update_rows
 
 
 # error_model="numpy": a division by zero gives inf (as torch) instead of raising.
@@ -48,17 +47,4 @@ def rowwise_adagrad_rows(param: Tensor, sums: Tensor, rows: Tensor, values: Tens
     """One row-wise Adagrad step, in place, of the distinct ``rows`` (U,) of ``param`` (V, ...)
     (CPU, float32 or float64, contiguous) and of its per-row sums ``sums`` (V,), whose gradient
     rows are ``values`` (U, ...)."""
-    if rows.numel() == 0:
-        return
-    num_rows = param.shape[0]
-    weight = param.detach().numpy().reshape(num_rows, -1)
-    scalar = weight.dtype.type
-    arrays = (
-        weight,
-        sums.numpy(),
-        rows.contiguous().numpy(),
-        values.contiguous().numpy().reshape(rows.shape[0], -1),
-        scalar(rate),
-        scalar(eps),
-    )
-    run_in_ranges(_rowwise_adagrad_rows, arrays, rows.shape[0], torch.get_num_threads(), work_per_item=weight.shape[1])
+    update_rows(_rowwise_adagrad_rows, param, (sums.numpy(),), rows, values, (rate, eps))

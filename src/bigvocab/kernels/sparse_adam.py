@@ -12,11 +12,10 @@ operations, so the numbers are its numbers to rounding: for every touched row r,
 from __future__ import annotations
 
 import numpy as np
-import torch
 from numba import njit
 from torch import Tensor
 
-from bigvocab.kernels.threads import run_in_ranges
+from bigvocab.kernels.row_updates import update_rows
 
 
 # error_model="numpy": a division by zero gives inf (as torch) instead of raising.
@@ -77,20 +76,6 @@ def sparse_adam_rows(
     """One lazy Adam step, in place, of the distinct ``rows`` (U,) of ``param`` (V, ...) (CPU,
     float32 or float64, contiguous) and of its moments (same shape), whose gradient rows are
     ``values`` (U, ...); ``step_size`` already holds the bias corrections."""
-    if rows.numel() == 0:
-        return
-    num_rows = param.shape[0]
-    weight = param.detach().numpy().reshape(num_rows, -1)
-    scalar = weight.dtype.type
-    arrays = (
-        weight,
-        exp_avg.numpy().reshape(num_rows, -1),
-        exp_avg_sq.numpy().reshape(num_rows, -1),
-        rows.contiguous().numpy(),
-        values.contiguous().numpy().reshape(rows.shape[0], -1),
-        scalar(step_size),
-        scalar(1 - betas[0]),
-        scalar(1 - betas[1]),
-        scalar(eps),
-    )
-    run_in_ranges(_sparse_adam_rows, arrays, rows.shape[0], torch.get_num_threads(), work_per_item=weight.shape[1])
+    moments = (exp_avg.numpy().reshape(param.shape[0], -1), exp_avg_sq.numpy().reshape(param.shape[0], -1))
+    scalars = (step_size, 1 - betas[0], 1 - betas[1], eps)
+    update_rows(_sparse_adam_rows, param, moments, rows, values, scalars)
