@@ -17,8 +17,8 @@ processes instead.
 from __future__ import annotations
 
 import argparse
-import os
 import json
+import os
 import statistics
 import time
 
