@@ -12,7 +12,10 @@ machine: on a shared machine only such paired ratios mean anything.
     python benchmarks/ab_step.py --before A/src --after B/src --row nce --vocab 100k --threads 2 --repeats 20
     python benchmarks/ab_step.py --before src --after src --row nce --vocab 1M --threads 1 --after-threads 2
 
-The last form times one tree on 1 thread against 2: the thread scaling of a step, paired.
+The last form times one tree on 1 thread against 2: the thread scaling of a step, paired. Each
+timing also gives the CPU time of the worker's main thread: on a machine that others load, wall
+time measures their load, while one thread's CPU time is inflated far less (on one thread it is
+the step's work; with kernel threads, its critical path).
 
 Both trees must have the public measuring API of ``bigvocab.bench`` (bigvocab 0.2.0 or later).
 """
@@ -47,10 +50,11 @@ def worker(row: str, vocab: int, steps: int, warmup: int) -> None:
         training_step(layer, optimizer, workload)
     print(json.dumps({"ready": True, "torch": torch.__version__, "threads": torch.get_num_threads()}), flush=True)
     for _ in sys.stdin:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.thread_time()
         for _ in range(steps):
             training_step(layer, optimizer, workload)
-        print(json.dumps({"seconds": (time.perf_counter() - start) / steps}), flush=True)
+        seconds, cpu = (time.perf_counter() - start) / steps, (time.thread_time() - cpu) / steps
+        print(json.dumps({"seconds": seconds, "cpu": cpu}), flush=True)
 
 
 def start_worker(tree: Path, threads: int, args: argparse.Namespace) -> subprocess.Popen:
@@ -65,10 +69,12 @@ def start_worker(tree: Path, threads: int, args: argparse.Namespace) -> subproce
     return process
 
 
-def ask(process: subprocess.Popen) -> float:
+def ask(process: subprocess.Popen) -> tuple[float, float]:
+    """(wall seconds, main-thread CPU seconds) of one step, averaged over the worker's steps."""
     process.stdin.write("time\n")  # type: ignore[union-attr]
     process.stdin.flush()  # type: ignore[union-attr]
-    return float(json.loads(process.stdout.readline())["seconds"])  # type: ignore[union-attr]
+    answer = json.loads(process.stdout.readline())  # type: ignore[union-attr]
+    return float(answer["seconds"]), float(answer["cpu"])
 
 
 def main() -> None:
@@ -91,13 +97,17 @@ def main() -> None:
         parser.error("--before and --after are required")
     after_threads = args.after_threads or args.threads
     before, after = start_worker(args.before, args.threads, args), start_worker(args.after, after_threads, args)
-    ratios, times = [], {"before": [], "after": []}
+    ratios, cpu_ratios = [], []
+    times: dict[str, list[float]] = {"before": [], "after": []}
+    cpu: dict[str, list[float]] = {"before": [], "after": []}
     for repeat in range(args.repeats):
         order = [("before", before), ("after", after)][:: 1 if repeat % 2 == 0 else -1]
         seconds = {name: ask(process) for name, process in order}
         for name in times:
-            times[name].append(seconds[name])
-        ratios.append(seconds["before"] / seconds["after"])
+            times[name].append(seconds[name][0])
+            cpu[name].append(seconds[name][1])
+        ratios.append(seconds["before"][0] / seconds["after"][0])
+        cpu_ratios.append(seconds["before"][1] / seconds["after"][1])
     for process in (before, after):
         process.stdin.close()  # type: ignore[union-attr]
         process.wait()
@@ -106,7 +116,8 @@ def main() -> None:
     print(
         f"{args.row} V={args.vocab:,} threads={threads}: before {statistics.median(times['before']) * 1e3:.2f} ms, "
         f"after {statistics.median(times['after']) * 1e3:.2f} ms a step; before/after {median:.3f}x "
-        f"[{min(ratios):.3f}-{max(ratios):.3f}] over {args.repeats} alternating pairs"
+        f"[{min(ratios):.3f}-{max(ratios):.3f}] over {args.repeats} alternating pairs; main thread's CPU time "
+        f"{statistics.median(cpu['before']) * 1e3:.2f} and {statistics.median(cpu['after']) * 1e3:.2f} ms, before/after {statistics.median(cpu_ratios):.3f}x [{min(cpu_ratios):.3f}-{max(cpu_ratios):.3f}]"
     )
 
 

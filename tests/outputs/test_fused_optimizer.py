@@ -305,3 +305,32 @@ def test_a_loaded_state_keeps_the_update_fused():
     optimizer.load_state_dict(train(build("neg"), "adagrad", fused=True).state_dict())
     layer.loss(torch.randn(N, H, dtype=torch.float64), torch.arange(N)).backward()
     assert layer.sparse_parameters()[0].grad is None and float(optimizer.state_dict()["state"][0]["step"]) == 4
+
+
+@pytest.mark.parametrize("name", ["neg", "nce", "hsm"])
+def test_the_one_pass_update_gives_the_hidden_states_the_gradient_of_the_rows_before_it(monkeypatch, name):
+    """The one-pass kernel forms the hidden states' gradient in the same pass that steps the rows
+    (summed in row order): it must equal the unfused path's, from the rows the forward read."""
+    one_passes = []
+    update_from_pairs = FusedRowOptimizer.update_from_pairs
+    monkeypatch.setattr(
+        FusedRowOptimizer, "update_from_pairs", lambda *a: one_passes.append(update_from_pairs(*a)) or one_passes[-1]
+    )
+    counts = (1000 / torch.arange(1, 201, dtype=torch.float64)).round().long().tolist()
+    data = torch.Generator().manual_seed(6)
+    hidden = torch.randn(64, H, generator=data, dtype=torch.float64)
+    target = torch.randint(0, 200, (64,), generator=data)
+    grads = []
+    for fused in (True, False):
+        torch.manual_seed(3)
+        layer = bigvocab.create_output(name, H, 200, counts=counts, dtype=torch.float64, **_few_draws(name))
+        with torch.no_grad():  # neg's rows start at zero, which would give the hidden states none
+            layer.sparse_parameters()[0].add_(torch.randn_like(layer.sparse_parameters()[0]))
+        if fused:
+            layer.fuse_optimizer("sgd", lr=LR)
+        leaf = hidden.clone().requires_grad_()
+        torch.manual_seed(100)
+        layer.loss(leaf, target).backward()
+        grads.append(leaf.grad)
+    assert one_passes == [True]
+    torch.testing.assert_close(grads[0], grads[1], rtol=1e-12, atol=1e-12)

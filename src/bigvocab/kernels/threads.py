@@ -52,13 +52,16 @@ def run_in_ranges(
     *,
     work: np.ndarray | None = None,
     work_per_item: float = 1.0,
+    summed: int | None = None,
 ) -> None:
     """``kernel(*arrays, lo, hi)`` over ``[0, size)`` split into at most ``threads`` contiguous
     ranges of about equal work: the first on the caller's thread, the others on the pool's.
 
     ``work`` (size + 1,) is the cumulative count of inner steps before each item (None: one per
     item) and ``work_per_item`` the multiply-adds of one inner step; a range gets a thread only
-    for each :data:`MIN_WORK_PER_THREAD` multiply-adds of the whole call.
+    for each :data:`MIN_WORK_PER_THREAD` multiply-adds of the whole call. ``arrays[summed]``, when
+    given, is an output that any range may add into (not one owned by its items): each range but
+    the first adds into its own zeroed copy, added to it once all have run.
     """
     total = (size if work is None else int(work[-1])) * work_per_item
     parts = max(1, min(threads, size, int(total // MIN_WORK_PER_THREAD)))
@@ -69,13 +72,19 @@ def run_in_ranges(
     if len(ranges) == 1:  # one part, or all the work in one range
         kernel(*arrays, 0, size)
         return
+    arguments = [arrays for _ in ranges[1:]]
+    if summed is not None:
+        arguments = [(*arrays[:summed], np.zeros_like(arrays[summed]), *arrays[summed + 1 :]) for _ in ranges[1:]]
     pool = _pool(len(ranges) - 1)
-    others = [pool.submit(kernel, *arrays, lo, hi) for lo, hi in ranges[1:]]
+    others = [pool.submit(kernel, *own, lo, hi) for own, (lo, hi) in zip(arguments, ranges[1:])]
     try:
         kernel(*arrays, *ranges[0])
     finally:
         for other in others:
             other.result()  # waits for every range, and raises what a range raised
+    if summed is not None:
+        for own in arguments:
+            np.add(arrays[summed], own[summed], out=arrays[summed])
 
 
 _workers: ThreadPoolExecutor | None = None
