@@ -386,7 +386,7 @@ def report_markdown(results: dict, command: str) -> str:
         f"{config['test_rows']:,} held-out rows. Model: xmc bag, H = {config['hidden']}, batch {config['batch_size']}, "
         f"{config['optimizer']} lr {config['lr']}, {config['steps']} steps per row "
         f"({config['steps'] * config['batch_size'] / config['train_rows']:.1f} epochs; a row stops at the first "
-        f"checkpoint past {config['budget_seconds']:.0f} s of training), "
+        f"checkpoint past {config['budget_seconds']:.0f} s of training{_reference_budget(config, reference)}), "
         f"k = {config['num_samples']} samples where a layer draws them. Evaluation: exact top-{TOP}.",
         "",
     ]
@@ -418,6 +418,11 @@ def report_markdown(results: dict, command: str) -> str:
         lines += ["", *_checkpoint_table(rows, base, reference), ""]
     lines += [f"Note: {note}" for note in results["notes"]]
     return "\n".join(lines) + "\n"
+
+
+def _reference_budget(config: dict, reference: str) -> str:
+    budget = config.get("reference_budget_seconds")
+    return "" if budget is None else f", {reference} past {budget:.0f} s"
 
 
 def _checkpoint_table(rows: list[dict], base: dict | None, reference: str) -> list[str]:
