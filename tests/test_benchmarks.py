@@ -71,6 +71,12 @@ def test_profile_step_lists_operators(tmp_path: Path) -> None:
     assert "ms/step" in out
 
 
+def test_chunk_budget_times_each_budget(tmp_path: Path) -> None:
+    command = [sys.executable, "benchmarks/chunk_budget.py", "--vocab", "3000", "--hidden", "8", "--batch", "64"]
+    out = run([*command, "--budgets", "0,4096", "--rounds", "1"], tmp_path)
+    assert "default" in out and "4096 logits (64 classes)" in out
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="the fused cross-entropy peers are timed on a CUDA device")
 def test_fused_cross_entropy_peers_run_on_a_small_shape(tmp_path: Path) -> None:
     command = [sys.executable, "benchmarks/fused_ce_peers.py", "--shapes", "64x32x1000", "--modes", "fp32"]

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from bigvocab.bench.suites import retrieval
 from bigvocab.bench.suites.retrieval import (
     METRICS,
+    PECOS,
+    PECOS_MISSING,
     RetrievalConfig,
     report_markdown,
     retrieval_candidates,
@@ -22,19 +25,15 @@ def test_rows_are_the_declared_retrieval_forms_reference_first():
     assert len(labels) >= 10
 
 
+def tiny(**options) -> RetrievalConfig:
+    """A planted task small enough to train every row in a second."""
+    defaults = dict(item_counts=[300], group_size=10, train_rows=400, test_rows=50, hidden=8, steps=4)
+    return RetrievalConfig(**{**defaults, "checkpoints": (0.1, 0.25, 0.5, 1.0), **options})
+
+
 def test_tiny_run_reports_every_metric_at_every_checkpoint():
     rows = [reference_output(), "sampled[in_batch]"]
-    config = RetrievalConfig(
-        item_counts=[300],
-        group_size=10,
-        train_rows=400,
-        test_rows=50,
-        hidden=8,
-        steps=4,
-        rows=rows,
-        checkpoints=(0.1, 0.25, 0.5, 1.0),
-    )
-    results = run_retrieval(config)
+    results = run_retrieval(tiny(rows=rows))
     assert [row["approach"] for row in results["rows"] if row["method"] != "pecos"] == rows
     for row in results["rows"]:
         assert row["status"] == "ok", row["error"]
@@ -46,6 +45,48 @@ def test_tiny_run_reports_every_metric_at_every_checkpoint():
     assert 0 < results["tasks"]["300"]["bayes"]["P@1"] <= 1
     report = report_markdown(results, "bigvocab bench --retrieval")
     assert "| sampled[in_batch] |" in report and "1.000 (at 4)" in report
+    ratio = results["rows"][1]["curve"][-1]["P@1"] / first["curve"][-1]["P@1"]
+    assert "P@1 at each checkpoint" in report and f"({ratio:.3f}) |" in report
+
+
+def test_the_reference_row_has_its_own_budget():
+    """Every other row stops at its first checkpoint past budget_seconds (0 here); the reference
+    trains on to its own budget, so the rows are compared with it at every checkpoint."""
+    results = run_retrieval(
+        tiny(rows=[reference_output(), "sampled[in_batch]"], budget_seconds=0.0, reference_budget_seconds=1e9)
+    )
+    reference, other = results["rows"]
+    assert [point["steps"] for point in reference["curve"]] == [1, 2, 4] and not reference["error"]
+    assert [point["steps"] for point in other["curve"]] == [1] and "past the 0 s budget" in other["error"]
+
+
+def test_an_absent_pecos_is_stated(monkeypatch):
+    monkeypatch.setattr(retrieval, "pecos_installed", lambda: False)
+    results = run_retrieval(tiny(rows=[reference_output(), PECOS]))
+    assert [row["approach"] for row in results["rows"]] == [reference_output()]
+    assert results["notes"] == [PECOS_MISSING] and "numpy < 2" in PECOS_MISSING
+    assert f"Note: {PECOS_MISSING}" in report_markdown(results, "bigvocab bench --retrieval")
+
+
+def test_pecos_row_trains_its_tree_and_ranks_the_held_out_rows():
+    """PECOS's tree (PIFA + hierarchical k-means) and rankers on the tiny task: every row ranks
+    valid labels, and P@1 is near the task's optimum (the rows are easy to tell apart)."""
+    pytest.importorskip("pecos.xmc.xlinear.model")
+    results = run_retrieval(tiny(rows=[PECOS], item_counts=[2000], group_size=100, train_rows=4000, test_rows=200))
+    (row,) = results["rows"]
+    assert row["status"] == "ok", row["error"]
+    assert row["options"]["tree"] == "hierarchicalkmeans" and row["train_seconds"] > 0
+    assert row["metrics"]["P@1"] >= 0.8 * results["tasks"]["2000"]["bayes"]["P@1"]
+
+
+@pytest.mark.slow
+def test_rows_trained_in_processes_equal_those_trained_in_turn():
+    """``jobs`` = 2 trains each row in a worker process from the same seeds: the same curves."""
+    rows = [reference_output(), "sampled[in_batch]", "sampled[mixed]"]
+    alone, parallel = (run_retrieval(tiny(rows=rows, jobs=jobs)) for jobs in (1, 2))
+    assert [row["approach"] for row in parallel["rows"]] == rows
+    for one, other in zip(alone["rows"], parallel["rows"]):
+        assert [point["P@1"] for point in one["curve"]] == [point["P@1"] for point in other["curve"]]
 
 
 def test_patterns_that_match_no_row_are_refused():

@@ -239,3 +239,36 @@ def test_example_logits_equal_the_dense_product_whichever_orientation_runs(rows,
     assert into.data_ptr() == wide.data_ptr()
     torch.testing.assert_close(wide[:, :13], expected.detach())
     assert wide[:, 13:].isnan().all()
+
+
+def test_streamed_chunks_on_the_cpu_are_cache_sized(monkeypatch):
+    """With no budget given, vocabulary chunks that are streamed (the logits pass the chunk
+    budget, patched to 28, and no row block of the minimum fits) hold at most
+    STREAMED_CHUNK_ELEMENTS logits, patched to 6: two classes of 3 rows. Values and gradients
+    against brute force; an explicit budget is used as given."""
+    monkeypatch.setattr(functional, "DEFAULT_CHUNK_ELEMENTS", 28)
+    monkeypatch.setattr(functional, "STREAMED_CHUNK_ELEMENTS", 6)
+    widths = []
+    original = functional._class_major_logits
+    monkeypatch.setattr(
+        functional,
+        "_class_major_logits",
+        lambda h, w, b, start, stop, **kw: widths.append(stop - start) or original(h, w, b, start, stop, **kw),
+    )
+    generator = torch.Generator().manual_seed(6)
+    hidden = torch.randn(3, 4, dtype=torch.float64, generator=generator, requires_grad=True)
+    weight = torch.randn(14, 4, dtype=torch.float64, generator=generator, requires_grad=True)
+    target = torch.tensor([0, 5, 13])
+    log_z, logit = chunked_logsumexp(hidden, weight, None, target)
+    (log_z - logit).mean().backward()
+    assert max(widths) == 2
+    reference_hidden = hidden.detach().clone().requires_grad_()
+    reference_weight = weight.detach().clone().requires_grad_()
+    reference = torch.nn.functional.cross_entropy(reference_hidden @ reference_weight.t(), target)
+    reference.backward()
+    torch.testing.assert_close((log_z - logit).mean(), reference)
+    torch.testing.assert_close(hidden.grad, reference_hidden.grad)
+    torch.testing.assert_close(weight.grad, reference_weight.grad)
+    widths.clear()
+    chunked_logsumexp(hidden.detach(), weight.detach(), None, target, max_chunk_elements=28)
+    assert max(widths) == 9

@@ -77,6 +77,16 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="K",
         help="k for every layer that samples (default: each layer's own, its paper's)",
     )
+    parser.add_argument(
+        "--reference-budget",
+        type=float,
+        metavar="SECONDS",
+        help="with --retrieval: training seconds after which the reference row stops at its next checkpoint "
+        "(default: the 300 s every row has)",
+    )
+    parser.add_argument(
+        "--jobs", type=int, metavar="P", help="with --retrieval: rows trained at once, one process each (default 1)"
+    )
     parser.add_argument("--device", help="torch device: cpu (default) or cuda[:i]")
     parser.add_argument("--seed", type=int, help="seed of data, weights and samples (default 0)")
     parser.add_argument(

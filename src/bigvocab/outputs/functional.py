@@ -49,6 +49,16 @@ MIN_ROW_BLOCK = 128
 #: step to three products, 19.98 -> 16.26 s paired (``docs/design/full-softmax-blocks.md``).
 ROW_BLOCK_ELEMENTS = 1 << 28
 
+#: Logits a vocabulary chunk holds on the CPU when the caller sets no budget and the chunks are
+#: streamed (recomputed in the backward, not kept and not row blocks), 2 MiB in float32: small
+#: enough that a chunk stays in cache through its product and the elementwise passes after it
+#: (peak, subtract, exp, sum; in the backward the shift, exp and two products). That path runs
+#: where a row block of ``MIN_ROW_BLOCK`` rows does not fit the weight's size, i.e. H < 128,
+#: where the products are thin and those passes dominate: at N x H x V = 1024 x 32 x 1M, one
+#: thread, a step's forward and backward took 13.9-14.8 s against 17.0-17.2 s with 64 MiB chunks
+#: (``docs/design/full-softmax-blocks.md``).
+STREAMED_CHUNK_ELEMENTS = 1 << 19
+
 #: Most rows for which :func:`example_logits` takes its product class-major on the CPU.
 FEW_ROWS = 8
 
@@ -431,7 +441,9 @@ def chunked_logsumexp(
     step instead of four. The row-block budget is ``max_chunk_elements`` when given, else the
     larger of the chunk budget and :data:`ROW_BLOCK_ELEMENTS` capped at the weight's size (V·H).
     The result is exact either way; rows weighed unequally after all cost one more product (the
-    weight and bias gradients are recomputed by vocabulary chunks).
+    weight and bias gradients are recomputed by vocabulary chunks). Vocabulary chunks that are
+    streamed (neither one kept chunk nor row blocks) hold at most :data:`STREAMED_CHUNK_ELEMENTS`
+    logits on the CPU when no budget is given, so that each stays in cache.
     """
     num_rows, num_classes = hidden.shape[0], weight.shape[0]
     budget = chunk_budget(max_chunk_elements, hidden.device)
@@ -439,6 +451,9 @@ def chunked_logsumexp(
     row_budget = budget if max_chunk_elements is not None else max(budget, min(ROW_BLOCK_ELEMENTS, weight.numel()))
     rows_that_fit = min(num_rows, row_budget // num_classes)
     use_row_blocks = equal_row_weights and chunk < num_classes and rows_that_fit >= min(MIN_ROW_BLOCK, num_rows)
+    streamed = chunk < num_classes and not use_row_blocks
+    if streamed and max_chunk_elements is None and hidden.device.type == "cpu":
+        chunk = chunk_size_for(num_rows, num_classes, STREAMED_CHUNK_ELEMENTS)
     return _ChunkedLogSumExp.apply(hidden, weight, bias, target, chunk, rows_that_fit if use_row_blocks else 0)
 
 

@@ -10,11 +10,14 @@ sampled softmax with and without the log-Q correction over sampled, in-batch and
 candidates, NCE, negative sampling, one-vs-all logistic, trees, adaptive), for the same number of
 steps (``steps``), and is evaluated by exact top-10 on the held-out rows at the same ``checkpoints``
 (fractions of the steps); a row whose training time passes ``budget_seconds`` stops at the
-checkpoint where it does and says so, and every row is also compared with the reference layer at
-the reference's last checkpoint, i.e. after the same number of steps.
-Evaluation is not counted as training time. When ``libpecos`` is installed (``pip install
-'bigvocab[pecos]'``), PECOS's XR-Linear (Yu et al. 2022, "PECOS: Prediction for Enormous and
-Correlated Output Spaces", JMLR) is trained on the same rows, one thread, as a row beside them.
+checkpoint where it does and says so (the reference row has its own ``reference_budget_seconds``,
+since every row is compared with it), and every row is compared with the reference layer at each
+checkpoint both reached, i.e. after the same number of steps. Evaluation is not counted as
+training time. ``jobs`` > 1 trains that many rows at once, each in its own process with
+``threads`` threads. When ``libpecos`` is installed (``pip install 'bigvocab[pecos]'``), PECOS's
+XR-Linear (Yu et al. 2022, "PECOS: Prediction for Enormous and Correlated Output Spaces", JMLR)
+is trained on the same rows, one thread, as a row beside them, the way PECOS's documentation
+trains it: PIFA label embeddings, a hierarchical k-means label tree, then the linear rankers.
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ import dataclasses
 import fnmatch
 import importlib
 import json
+import multiprocessing
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -48,6 +53,7 @@ from bigvocab.outputs.factory import reference_output, retrieval_forms
 METRICS = ("P@1", "P@5", "recall@10", "PSP@5", "nDCG@5")
 TOP = 10
 PECOS = "pecos[xr-linear]"
+PECOS_MISSING = "PECOS not installed (pip install 'bigvocab[pecos]', which needs numpy < 2): no XR-Linear row"
 
 
 @dataclass
@@ -72,6 +78,9 @@ class RetrievalConfig:
     steps: int = 600
     #: a row stops at the first checkpoint after this many seconds of training.
     budget_seconds: float = 300.0
+    #: the reference row's budget (None: ``budget_seconds``). Every row is compared with the
+    #: reference after the same steps, so the comparison reaches only as far as the reference does.
+    reference_budget_seconds: float | None = None
     #: fractions of the steps at which the held-out rows are evaluated (repeats are evaluated once).
     checkpoints: tuple[float, ...] = (1 / 24, 1 / 12, 1 / 6, 1 / 3, 2 / 3, 1.0)
     num_samples: int = 1024
@@ -79,6 +88,8 @@ class RetrievalConfig:
     lr: float = 0.01
     seed: int = 0
     threads: int = 1
+    #: rows trained at once, each in its own process with ``threads`` threads.
+    jobs: int = 1
     #: row labels or fnmatch patterns; None: every declared retrieval form and the PECOS peer.
     rows: list[str] | None = None
     out: Path = Path("bench-out/retrieval")
@@ -175,16 +186,17 @@ def train_row(
         trainer.fit()
         return time.perf_counter() - start
 
+    budget = config.budget_seconds
+    if candidate.is_reference and config.reference_budget_seconds is not None:
+        budget = config.reference_budget_seconds
     for step in sorted({max(1, round(fraction * config.steps)) for fraction in config.checkpoints}):
         row.train_seconds += run_to(step)
         start = time.perf_counter()
         metrics = evaluate_rows(rank, test, propensities)
         row.eval_seconds += time.perf_counter() - start
         row.curve.append({"steps": trainer.step, "train_seconds": row.train_seconds, **metrics})
-        if row.train_seconds >= config.budget_seconds and trainer.step < config.steps:
-            row.error = (
-                f"stopped at {trainer.step} of {config.steps} steps: past the {config.budget_seconds:.0f} s budget"
-            )
+        if row.train_seconds >= budget and trainer.step < config.steps:
+            row.error = f"stopped at {trainer.step} of {config.steps} steps: past the {budget:.0f} s budget"
             break
     row.steps = trainer.step
     row.seconds_per_step = row.train_seconds / row.steps
@@ -192,33 +204,23 @@ def train_row(
 
 
 def pecos_row(train: LabelledRows, test: LabelledRows, propensities: Tensor, row: RetrievalRow) -> None:
-    """PECOS XR-Linear on the same rows (its defaults: PIFA label features, hierarchical
-    2-means label tree, one thread); ``row.train_seconds`` is its training time."""
+    """PECOS XR-Linear on the same rows, one thread, trained as PECOS's documentation trains it:
+    PIFA label embeddings (each label's normalised sum of its rows' sparse features), a
+    hierarchical spherical k-means tree over them (``pecos.xmc.Indexer``'s defaults: 16 branches,
+    leaves of at most 100 labels), then a linear ranker per node (its default solver, negatives
+    from the tree). ``row.train_seconds`` counts all three."""
+    xmc = importlib.import_module("pecos.xmc")
     xlinear = importlib.import_module("pecos.xmc.xlinear.model")
-    sparse = importlib.import_module("scipy.sparse")
-
-    def features(rows: LabelledRows):
-        matrix = sparse.csr_matrix(
-            (rows.feature_values.numpy(), rows.feature_ids.numpy(), rows.feature_offsets.numpy()),
-            shape=(len(rows), rows.num_features),
-        ).astype("float32")
-        matrix.sum_duplicates()  # PECOS wants each row's ids sorted and distinct
-        return matrix
-
-    labels = train.labels
-    kept = labels >= 0
-    owners = torch.arange(len(train)).unsqueeze(1).expand_as(labels)[kept]
-    targets = sparse.csr_matrix(
-        (torch.ones(int(kept.sum())).numpy(), (owners.numpy(), labels[kept].numpy())),
-        shape=(len(train), train.num_labels),
-        dtype="float32",
-    )
+    features, targets = _pecos_features(train), _pecos_targets(train)
     start = time.perf_counter()
-    model = xlinear.XLinearModel.train(features(train), targets, threads=1)
+    embeddings = xmc.LabelEmbeddingFactory.create(targets, features, method="pifa", threads=1)
+    tree = xmc.Indexer.gen(embeddings, indexer_type="hierarchicalkmeans", threads=1)
+    model = xlinear.XLinearModel.train(features, targets, C=tree, threads=1)
     row.train_seconds = time.perf_counter() - start
+    row.options = {"label_embedding": "pifa", "tree": "hierarchicalkmeans", "threads": 1}
 
     def rank(rows: LabelledRows) -> tuple[Tensor, Tensor]:
-        predicted = model.predict(features(rows), only_topk=TOP, threads=1).tocsr()
+        predicted = model.predict(_pecos_features(rows), only_topk=TOP, threads=1).tocsr()
         ranked = torch.full((len(rows), TOP), -1, dtype=torch.long)
         for n in range(len(rows)):
             begin, end = predicted.indptr[n], predicted.indptr[n + 1]
@@ -231,6 +233,31 @@ def pecos_row(train: LabelledRows, test: LabelledRows, propensities: Tensor, row
     row.metrics = evaluate_rows(rank, test, propensities)
     row.eval_seconds = time.perf_counter() - start
     row.curve = [{"steps": 0, "train_seconds": row.train_seconds, **row.metrics}]
+
+
+def _pecos_features(rows: LabelledRows):
+    """The rows' sparse features as the float32 CSR matrix (N, D) PECOS reads, each row's ids
+    sorted and distinct."""
+    sparse = importlib.import_module("scipy.sparse")
+    matrix = sparse.csr_matrix(
+        (rows.feature_values.numpy(), rows.feature_ids.numpy(), rows.feature_offsets.numpy()),
+        shape=(len(rows), rows.num_features),
+    ).astype("float32")
+    matrix.sum_duplicates()
+    return matrix
+
+
+def _pecos_targets(rows: LabelledRows):
+    """The rows' label sets as a float32 CSR matrix (N, L) of ones."""
+    sparse = importlib.import_module("scipy.sparse")
+    labels = rows.labels
+    kept = labels >= 0
+    owners = torch.arange(len(rows)).unsqueeze(1).expand_as(labels)[kept]
+    return sparse.csr_matrix(
+        (torch.ones(int(kept.sum())).numpy(), (owners.numpy(), labels[kept].numpy())),
+        shape=(len(rows), rows.num_labels),
+        dtype="float32",
+    )
 
 
 def pecos_installed() -> bool:
@@ -252,60 +279,88 @@ def run_retrieval(
     if not candidates and not with_pecos:
         known = ", ".join([c.label for c in retrieval_candidates(None)] + [PECOS])
         raise ConfigError(f"--outputs matches no retrieval row (they are: {known})")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(config.threads)
+    if config.jobs < 1:
+        raise ConfigError(f"jobs must be at least 1, got {config.jobs}")
     results: dict[str, Any] = {
         "config": {key: str(value) if isinstance(value, Path) else value for key, value in asdict(config).items()},
         "machine": describe_machine(torch.device("cpu")),
         "tasks": {},
         "rows": [],
-        "notes": [] if pecos_installed() else ["PECOS not installed (pip install 'bigvocab[pecos]'): no XR-Linear row"],
+        "notes": [] if pecos_installed() else [PECOS_MISSING],
     }
-    try:
-        for items in config.item_counts:
-            task, train, test = make_task(items, config)
-            counts = train.label_counts()
-            side = SideData(counts.tolist(), [str(i) for i in range(items)], lambda: torch.empty(0), "none")
-            propensities = jain_propensities(counts, len(train))
-            results["tasks"][str(items)] = {
-                "groups": task.num_groups,
-                "bayes": {f"P@{k}": task.bayes_precision_at_k(k) for k in (1, 5)},
-            }
-            _log(
-                stream,
-                f"\n{items:,} items, {task.num_groups:,} groups: Bayes-optimal P@1 {task.bayes_precision_at_k(1):.3f}",
-            )
-            for candidate in candidates:
-                row = RetrievalRow(items, candidate.label, candidate.method)
-                try:
-                    train_row(row, candidate, train, test, side, config)
-                    row.status = "ok"
-                except Exception as error:  # a failing layer is a row that says why, never a gap
-                    row.status, row.error = "error", f"{type(error).__name__}: {error}"
-                _finish(row, results, started, stream, on_row)
-            if with_pecos:
-                row = RetrievalRow(items, PECOS, "pecos")
-                try:
-                    pecos_row(train, test, propensities, row)
-                    row.status = "ok"
-                except Exception as error:
-                    row.status, row.error = "error", f"{type(error).__name__}: {error}"
-                _finish(row, results, started, stream, on_row)
-    finally:
-        torch.set_num_threads(threads)
+    for items in config.item_counts:
+        task, _, _ = task_rows(items, config)
+        results["tasks"][str(items)] = {
+            "groups": task.num_groups,
+            "bayes": {f"P@{k}": task.bayes_precision_at_k(k) for k in (1, 5)},
+        }
+        _log(
+            stream, f"{items:,} items, {task.num_groups:,} groups: Bayes-optimal P@1 {task.bayes_precision_at_k(1):.3f}"
+        )
+    plan = [(items, candidate) for items in config.item_counts for candidate in [*candidates, *[None] * with_pecos]]
+    position = {(items, PECOS if c is None else c.label): index for index, (items, c) in enumerate(plan)}
+
+    def finish(record: dict) -> None:
+        results["rows"].append(record)
+        results["rows"].sort(key=lambda r: position[r["items"], r["approach"]])
+        results["wall_seconds"] = time.perf_counter() - started
+        if on_row is not None:
+            on_row(results)
+        _log(stream, row_line(record))
+
+    if config.jobs == 1:
+        threads = torch.get_num_threads()
+        torch.set_num_threads(config.threads)
+        try:
+            for items, candidate in plan:
+                finish(trained_row(items, candidate, config))
+        finally:
+            torch.set_num_threads(threads)
+    else:
+        spawn = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(
+            config.jobs, mp_context=spawn, initializer=torch.set_num_threads, initargs=(config.threads,)
+        ) as pool:
+            futures: list[Future] = [pool.submit(trained_row, items, candidate, config) for items, candidate in plan]
+            for future in as_completed(futures):
+                finish(future.result())
     results["wall_seconds"] = time.perf_counter() - started
     return results
 
 
-def _finish(
-    row: RetrievalRow, results: dict, started: float, stream: TextIO | None, on_row: Callable[[dict], object] | None
-) -> None:
-    record = asdict(row)
-    results["rows"].append(record)
-    results["wall_seconds"] = time.perf_counter() - started
-    if on_row is not None:
-        on_row(results)
-    _log(stream, row_line(record))
+_TASK_CACHE: dict[tuple, tuple[SyntheticXMC, LabelledRows, LabelledRows]] = {}
+
+
+def task_rows(items: int, config: RetrievalConfig) -> tuple[SyntheticXMC, LabelledRows, LabelledRows]:
+    """:func:`make_task`, made once per process for the last item count asked (every row of an
+    item count trains on it)."""
+    key = (items, config.group_size, config.train_rows, config.test_rows, config.seed)
+    if key not in _TASK_CACHE:
+        _TASK_CACHE.clear()
+        _TASK_CACHE[key] = make_task(items, config)
+    return _TASK_CACHE[key]
+
+
+def trained_row(items: int, candidate: Candidate | None, config: RetrievalConfig) -> dict:
+    """One row of the results, trained in the calling process: ``candidate``'s layer, or the
+    PECOS peer when None. A failing row is a row that says why, never a gap."""
+    _, train, test = task_rows(items, config)
+    counts = train.label_counts()
+    row = (
+        RetrievalRow(items, PECOS, "pecos")
+        if candidate is None
+        else RetrievalRow(items, candidate.label, candidate.method)
+    )
+    try:
+        if candidate is None:
+            pecos_row(train, test, jain_propensities(counts, len(train)), row)
+        else:
+            side = SideData(counts.tolist(), [str(i) for i in range(items)], lambda: torch.empty(0), "none")
+            train_row(row, candidate, train, test, side, config)
+        row.status = "ok"
+    except Exception as error:
+        row.status, row.error = "error", f"{type(error).__name__}: {error}"
+    return asdict(row)
 
 
 def row_line(row: dict) -> str:
@@ -331,7 +386,7 @@ def report_markdown(results: dict, command: str) -> str:
         f"{config['test_rows']:,} held-out rows. Model: xmc bag, H = {config['hidden']}, batch {config['batch_size']}, "
         f"{config['optimizer']} lr {config['lr']}, {config['steps']} steps per row "
         f"({config['steps'] * config['batch_size'] / config['train_rows']:.1f} epochs; a row stops at the first "
-        f"checkpoint past {config['budget_seconds']:.0f} s of training), "
+        f"checkpoint past {config['budget_seconds']:.0f} s of training{_reference_budget(config, reference)}), "
         f"k = {config['num_samples']} samples where a layer draws them. Evaluation: exact top-{TOP}.",
         "",
     ]
@@ -360,9 +415,42 @@ def report_markdown(results: dict, command: str) -> str:
                 f"| {row['approach']} | {metrics} | {ratio} | {row['steps']} | {row['train_seconds']:.1f} | {shown} | "
                 f"{step_ratio} | {row['error']} |"
             )
-        lines.append("")
+        lines += ["", *_checkpoint_table(rows, base, reference), ""]
     lines += [f"Note: {note}" for note in results["notes"]]
     return "\n".join(lines) + "\n"
+
+
+def _reference_budget(config: dict, reference: str) -> str:
+    budget = config.get("reference_budget_seconds")
+    return "" if budget is None else f", {reference} past {budget:.0f} s"
+
+
+def _checkpoint_table(rows: list[dict], base: dict | None, reference: str) -> list[str]:
+    """P@1 of every trained row at each checkpoint, with its ratio to the reference's P@1 at the
+    same steps (the same examples seen) where the reference reached them."""
+    trained = [row for row in rows if row["status"] == "ok" and row["method"] != "pecos"]
+    steps = sorted({int(point["steps"]) for row in trained for point in row["curve"]})
+    if not steps:
+        return []
+    reference_p1 = {point["steps"]: point["P@1"] for point in base["curve"]} if base else {}
+    lines = [
+        f"P@1 at each checkpoint (steps; in brackets over {reference}'s P@1 after the same steps):",
+        "",
+        "| approach | " + " | ".join(str(step) for step in steps) + " |",
+        "|---" * (len(steps) + 1) + "|",
+    ]
+    for row in trained:
+        p1 = {point["steps"]: point["P@1"] for point in row["curve"]}
+        cells = []
+        for step in steps:
+            if step not in p1:
+                cells.append("")
+            elif reference_p1.get(step) and row is not base:
+                cells.append(f"{p1[step]:.3f} ({p1[step] / reference_p1[step]:.3f})")
+            else:
+                cells.append(f"{p1[step]:.3f}")
+        lines.append(f"| {row['approach']} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def _ratio_at_reference_steps(row: dict, base: dict | None) -> str:
@@ -413,11 +501,18 @@ def _log(stream: TextIO | None, line: str) -> None:
 
 def config_from_args(args) -> RetrievalConfig:
     """The bench flags that apply: ``--vocab-sizes`` (item counts), ``--hidden``, ``--batch``,
-    ``--seed``, ``--outputs`` (row labels or patterns), ``--out``."""
+    ``--seed``, ``--outputs`` (row labels or patterns), ``--out``, ``--reference-budget``,
+    ``--jobs``."""
     config = RetrievalConfig(out=Path(getattr(args, "out", None) or "bench-out/retrieval"))
     if getattr(args, "vocab_sizes", None) is not None:
         config.item_counts = list(parse_sizes(args.vocab_sizes))
-    for name, key in (("hidden", "hidden"), ("batch", "batch_size"), ("seed", "seed")):
+    for name, key in (
+        ("hidden", "hidden"),
+        ("batch", "batch_size"),
+        ("seed", "seed"),
+        ("reference_budget", "reference_budget_seconds"),
+        ("jobs", "jobs"),
+    ):
         value = getattr(args, name, None)
         if value is not None:
             setattr(config, key, value)
