@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
+from bigvocab.bench import add_bench_arguments
 from bigvocab.bench.suites import retrieval
 from bigvocab.bench.suites.retrieval import (
     METRICS,
     PECOS,
     PECOS_MISSING,
     RetrievalConfig,
+    config_from_args,
     report_markdown,
     retrieval_candidates,
     run_retrieval,
@@ -92,3 +96,13 @@ def test_rows_trained_in_processes_equal_those_trained_in_turn():
 def test_patterns_that_match_no_row_are_refused():
     with pytest.raises(ConfigError, match="matches no retrieval row"):
         run_retrieval(RetrievalConfig(item_counts=[300], rows=["nothing*"]))
+
+
+def test_the_retrieval_flags_reach_its_config():
+    parser = argparse.ArgumentParser()
+    add_bench_arguments(parser)
+    flags = "--vocab-sizes 1M --outputs full,sampled* --reference-budget 1700 --jobs 2 --threads 3 --batch 512"
+    config = config_from_args(parser.parse_args(flags.split()))
+    assert (config.item_counts, config.rows) == ([1_000_000], ["full", "sampled*"])
+    assert (config.reference_budget_seconds, config.jobs, config.threads, config.batch_size) == (1700, 2, 3, 512)
+    assert config_from_args(parser.parse_args([])).threads == 1

@@ -87,6 +87,13 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--jobs", type=int, metavar="P", help="with --retrieval: rows trained at once, one process each (default 1)"
     )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        metavar="T",
+        help="with --retrieval: intra-op threads of each row's training (default 1): the times change with it, "
+        "the quality after a given number of steps only by rounding",
+    )
     parser.add_argument("--device", help="torch device: cpu (default) or cuda[:i]")
     parser.add_argument("--seed", type=int, help="seed of data, weights and samples (default 0)")
     parser.add_argument(

@@ -502,7 +502,7 @@ def _log(stream: TextIO | None, line: str) -> None:
 def config_from_args(args) -> RetrievalConfig:
     """The bench flags that apply: ``--vocab-sizes`` (item counts), ``--hidden``, ``--batch``,
     ``--seed``, ``--outputs`` (row labels or patterns), ``--out``, ``--reference-budget``,
-    ``--jobs``."""
+    ``--jobs``, ``--threads``."""
     config = RetrievalConfig(out=Path(getattr(args, "out", None) or "bench-out/retrieval"))
     if getattr(args, "vocab_sizes", None) is not None:
         config.item_counts = list(parse_sizes(args.vocab_sizes))
@@ -512,6 +512,7 @@ def config_from_args(args) -> RetrievalConfig:
         ("seed", "seed"),
         ("reference_budget", "reference_budget_seconds"),
         ("jobs", "jobs"),
+        ("threads", "threads"),
     ):
         value = getattr(args, name, None)
         if value is not None:
