@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch import Tensor
 
 from bigvocab.outputs import functional
 from bigvocab.outputs.functional import (
@@ -78,6 +79,18 @@ def test_row_blocks_give_the_same_values_and_gradients(monkeypatch, bias, upstre
     torch.testing.assert_close(log_z, torch.logsumexp(logits, dim=1))
 
 
+def assert_equals_cross_entropy(hidden: Tensor, weight: Tensor, target: Tensor, loss: Tensor) -> None:
+    """``loss`` (already backwarded into ``hidden.grad`` and ``weight.grad``) equals the brute-force
+    mean cross-entropy of the full logits, value and gradients."""
+    reference_hidden = hidden.detach().clone().requires_grad_()
+    reference_weight = weight.detach().clone().requires_grad_()
+    reference = torch.nn.functional.cross_entropy(reference_hidden @ reference_weight.t(), target)
+    reference.backward()
+    torch.testing.assert_close(loss, reference)
+    torch.testing.assert_close(hidden.grad, reference_hidden.grad)
+    torch.testing.assert_close(weight.grad, reference_weight.grad)
+
+
 def test_row_blocks_are_not_used_below_the_minimum_block(monkeypatch):
     """With the shipped minimum, a budget of a few rows keeps the vocabulary chunks."""
     calls = []
@@ -114,13 +127,7 @@ def test_default_row_block_budget_is_the_weight_size(monkeypatch, rows, min_bloc
     log_z, logit = chunked_logsumexp(hidden, weight, None, target, max_chunk_elements=budget, equal_row_weights=True)
     (log_z - logit).mean().backward()
     assert blocks == ([expected_block] if expected_block else [])
-    reference_hidden = hidden.detach().clone().requires_grad_()
-    reference_weight = weight.detach().clone().requires_grad_()
-    reference = torch.nn.functional.cross_entropy(reference_hidden @ reference_weight.t(), target)
-    reference.backward()
-    torch.testing.assert_close((log_z - logit).mean(), reference)
-    torch.testing.assert_close(hidden.grad, reference_hidden.grad)
-    torch.testing.assert_close(weight.grad, reference_weight.grad)
+    assert_equals_cross_entropy(hidden, weight, target, (log_z - logit).mean())
 
 
 def test_default_budget_follows_the_device_and_an_explicit_one_wins():
@@ -262,13 +269,7 @@ def test_streamed_chunks_on_the_cpu_are_cache_sized(monkeypatch):
     log_z, logit = chunked_logsumexp(hidden, weight, None, target)
     (log_z - logit).mean().backward()
     assert max(widths) == 2
-    reference_hidden = hidden.detach().clone().requires_grad_()
-    reference_weight = weight.detach().clone().requires_grad_()
-    reference = torch.nn.functional.cross_entropy(reference_hidden @ reference_weight.t(), target)
-    reference.backward()
-    torch.testing.assert_close((log_z - logit).mean(), reference)
-    torch.testing.assert_close(hidden.grad, reference_hidden.grad)
-    torch.testing.assert_close(weight.grad, reference_weight.grad)
+    assert_equals_cross_entropy(hidden, weight, target, (log_z - logit).mean())
     widths.clear()
     chunked_logsumexp(hidden.detach(), weight.detach(), None, target, max_chunk_elements=28)
     assert max(widths) == 9
