@@ -15,13 +15,8 @@ import time
 
 import torch
 
+from bigvocab.bench.harness.config import parse_size
 from bigvocab.outputs.functional import chunked_logsumexp
-
-
-def parse_size(text: str) -> int:
-    """``10k``, ``1M`` or a plain integer."""
-    scale = {"k": 1_000, "m": 1_000_000}.get(text[-1].lower(), 1)
-    return int(float(text[:-1] if scale > 1 else text) * scale)
 
 
 def main() -> None:

@@ -25,6 +25,7 @@ import time
 import torch
 
 from bigvocab.bench import bench_layer, make_optimizer, training_step
+from bigvocab.bench.harness.config import parse_size
 from bigvocab.bench.suites.roofline import (
     matmul_shapes,
     measure_bandwidth,
@@ -34,12 +35,6 @@ from bigvocab.bench.suites.roofline import (
 )
 
 HIDDEN, BATCH = 256, 1024  # the bench's --full speed settings, which bench_layer uses
-
-
-def parse_size(text: str) -> int:
-    """``10k``, ``1M`` or a plain integer."""
-    scale = {"k": 1_000, "m": 1_000_000}.get(text[-1].lower(), 1)
-    return int(float(text[:-1] if scale > 1 else text) * scale)
 
 
 def machine_rates(vocab: int, threads: int) -> dict[str, float]:
@@ -103,9 +98,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="paired repetitions (default 5)")
     parser.add_argument("--steps", type=int, default=3, help="steps per timing (default 3)")
     args = parser.parse_args()
-    # Huge pages, as the bigvocab command sets them (docs/design/huge-pages.md): read by torch at its
-    # first CPU allocation, which comes below. On 4 KiB pages every row a V = 1M step reads at
-    # random costs a TLB miss, and the sparse steps measured up to 1.5x slower.
+    # Huge pages, as the bigvocab command sets them, before torch's first CPU allocation
+    # (docs/design/huge-pages.md).
     os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
     rates = {threads: machine_rates(args.vocab, threads) for threads in (1, 2)}
     for threads, rate in rates.items():

@@ -18,12 +18,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from bigvocab.bench import bench_layer, make_optimizer, training_step
-
-
-def parse_size(text: str) -> int:
-    """``10k``, ``1M`` or a plain integer."""
-    scale = {"k": 1_000, "m": 1_000_000}.get(text[-1].lower(), 1)
-    return int(float(text[:-1] if scale > 1 else text) * scale)
+from bigvocab.bench.harness.config import parse_size
 
 
 def main() -> None:
@@ -35,9 +30,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=torch.get_num_threads(), help="torch threads")
     parser.add_argument("--top", type=int, default=12, help="operators listed (default 12)")
     args = parser.parse_args()
-    # Huge pages, as the bigvocab command sets them (docs/design/huge-pages.md): read by torch at its
-    # first CPU allocation, which comes below. On 4 KiB pages every row a V = 1M step reads at
-    # random costs a TLB miss, and the sparse steps measured up to 1.5x slower.
+    # Huge pages, as the bigvocab command sets them, before torch's first CPU allocation
+    # (docs/design/huge-pages.md).
     os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
     torch.set_num_threads(args.threads)
     layer, workload = bench_layer(args.row, args.vocab)
