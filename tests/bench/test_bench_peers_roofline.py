@@ -103,6 +103,29 @@ def test_sampling_formula_is_k_plus_one_rows(name):
     assert required_train_flops(layer, target) == 6.0 * N * H * 8
 
 
+@pytest.mark.parametrize("shared", [False, True])
+def test_ais_counts_the_blocks_its_last_step_drew(shared):
+    """Before a step the first block (a lower bound); after one, the k draws of every block each
+    example drew by the ESS rule, shared or not."""
+    k = 7
+    layer = bigvocab.create_output(
+        "ais", H, V, counts=zipf_counts(V), num_samples=k, max_samples=4 * k, min_ess=k - 0.5, shared=shared
+    )
+    target = torch.randint(0, V, (N,))
+    assert required_train_flops(layer, target) == 6.0 * N * H * (k + 1)
+    _, first_block_rows = layer._train_scores(target)
+    torch.manual_seed(0)
+    layer.loss(3.0 * torch.randn(N, H), target)
+    blocks = layer.last_examples_per_block
+    assert len(blocks) > 1 and layer.last_draws_shared == shared
+    assert blocks[0] == N
+    assert required_train_flops(layer, target) == 6.0 * H * (N + sum(blocks) * k)
+    _, rows = layer._train_scores(target)
+    assert first_block_rows < rows <= V
+    other_batch = torch.randint(0, V, (N + 1,))
+    assert required_train_flops(layer, other_batch) == 6.0 * (N + 1) * H * (k + 1)
+
+
 def test_dense_objectives_pay_the_whole_normaliser_and_infreq_a_fraction():
     target = torch.randint(0, V, (N,))
     for name in ("full", "selfnorm"):

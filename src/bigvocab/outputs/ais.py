@@ -67,8 +67,9 @@ class AdaptiveImportanceSampling(SamplingOutput):
     Variants: ``per-example`` (the default) and ``shared`` draws.
 
     After each ``loss`` call, ``last_num_samples`` (most draws any example used), ``last_ess``
-    (mean ESS) and ``last_examples_per_block`` (how many examples drew each block) describe the
-    step.
+    (mean ESS), ``last_examples_per_block`` (how many examples drew each block) and
+    ``last_draws_shared`` (whether each block was drawn once for the batch) describe the step; the
+    cost model (:meth:`train_cost`) counts the blocks they record.
     """
 
     variants = {"per-example": {}, "shared": {"shared": True}}
@@ -106,6 +107,7 @@ class AdaptiveImportanceSampling(SamplingOutput):
         self.last_num_samples = 0
         self.last_ess = math.nan
         self.last_examples_per_block: list[int] = []
+        self.last_draws_shared = False
 
     def _block(self, context: Tensor | None, batch_size: int) -> tuple[Tensor, Tensor]:
         """One block of draws and their log Q for ``batch_size`` examples (their ``context``):
@@ -167,6 +169,7 @@ class AdaptiveImportanceSampling(SamplingOutput):
         self.last_num_samples = len(samples) * self.num_samples
         self.last_ess = float(ess.mean()) if batch_size else math.nan
         self.last_examples_per_block = [rows.numel() for rows in owners]
+        self.last_draws_shared = samples[0].dim() == 1
         learned_from: dict[str, Tensor] = {}
         if self.training and context is not None and self.sampler.conditional:
             # Only a context-conditional proposal adapts its mixture from the draws and their
@@ -184,6 +187,23 @@ class AdaptiveImportanceSampling(SamplingOutput):
         draws = torch.bincount(owner, minlength=batch_size) * float(self.num_samples)
         log_z = peak + torch.log(total) - torch.log(draws)
         return log_z - target_logits
+
+    def _train_scores(self, target: Tensor) -> tuple[float, float]:
+        """The scores and rows of the blocks that the last ``loss`` call on as many examples drew:
+        how many blocks an example needs is decided by the ESS rule from the model and the proposal
+        as they stand, so it is known from a step, not from the layer's shape. Each example's
+        target and the k draws of each block it drew, forward and backward; the rows are the
+        distinct ids among the targets and every draw (a shared block's k once). Neither the
+        selection pass, which scores a block before the next is drawn, nor the scores of a shared
+        block for examples that did not draw it are counted: they are this implementation's.
+        Before any such call, one block: a lower bound."""
+        blocks = self.last_examples_per_block
+        rows = target.numel()
+        if not blocks or blocks[0] != rows:
+            return super()._train_scores(target)
+        scored = sum(blocks) * self.num_samples
+        draws = len(blocks) * self.num_samples if self.last_draws_shared else scored
+        return float(rows + scored), self._rows_touched(target, draws)
 
     def _per_example(self, owners: list[Tensor], blocks: Sequence[Tensor], fill: float) -> Tensor:
         """(N, blocks·k): each example's draws (or weights) block by block, ``fill`` where an

@@ -208,16 +208,19 @@ class SamplingOutput(ScoredOutput):
         return draw_candidates(self.sampler, self.num_samples, batch_size, shared=self.shared, unique=unique)
 
     def _train_scores(self, target: Tensor) -> tuple[float, float]:
-        """Each example scores its target and k samples: N (k + 1) scores. The classes are the
-        distinct ids among the targets and the draws (k shared, N k per example), counted in
-        expectation under the proposal (:func:`~bigvocab.samplers.base.inclusion_probabilities`):
-        a step reads each of those rows once. For adaptive importance sampling this is its first
-        block of k draws, a lower bound: it draws more while the effective sample size is low."""
+        """Each example scores its target and k samples: N (k + 1) scores, over the distinct ids
+        among the targets and the draws (k shared, N k per example; :meth:`_rows_touched`)."""
         rows = target.numel()
         draws = self.num_samples if self.shared else rows * self.num_samples
+        return float(rows * (self.num_samples + 1)), self._rows_touched(target, draws)
+
+    def _rows_touched(self, target: Tensor, draws: int) -> float:
+        """Distinct ids among the targets and ``draws`` draws from the proposal, counted in
+        expectation under it (:func:`~bigvocab.samplers.base.inclusion_probabilities`): a step
+        reads each of those rows once."""
         in_step = inclusion_probabilities(self.sampler, draws, unique=self.unique)
         in_step[target.reshape(-1).to(in_step.device)] = 1.0
-        return float(rows * (self.num_samples + 1)), float(in_step.sum())
+        return float(in_step.sum())
 
     def _observe(self, target: Tensor, **kwargs: Any) -> None:
         """Let an adaptive sampler learn from the step's targets (training mode only, so that
