@@ -97,8 +97,15 @@ def _distinct_true_count(targets: Tensor) -> Tensor:
 
 def precision_at_k(ranked: Tensor, targets: Tensor, k: int) -> float:
     """P@k, the mean over rows of the fraction of the first k predictions that are true labels."""
+    per_row = precision_per_row(ranked, targets, k)
+    return float(per_row.mean()) if per_row.numel() else 0.0
+
+
+def precision_per_row(ranked: Tensor, targets: Tensor, k: int) -> Tensor:
+    """(N,) float64: each row's fraction of its first k predictions that are true labels -- the
+    terms of :func:`precision_at_k`, for paired comparisons of two rankings of the same rows."""
     ranked, targets = _as_rows(ranked, targets, k)
-    return float(relevance(ranked, targets).double().mean()) if ranked.numel() else 0.0
+    return relevance(ranked, targets).double().mean(1)
 
 
 def recall_at_k(ranked: Tensor, targets: Tensor, k: int) -> float:

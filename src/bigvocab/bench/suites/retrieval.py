@@ -45,13 +45,16 @@ from bigvocab.bench.harness.side_data import SideData, build_layer
 from bigvocab.data.synthetic_xmc import SyntheticXMC
 from bigvocab.data.xmc import LabelledRows
 from bigvocab.errors import ConfigError
-from bigvocab.evaluate.retrieval import jain_propensities, ranked_predictions, retrieval_metrics
+from bigvocab.evaluate.retrieval import jain_propensities, precision_per_row, ranked_predictions, retrieval_metrics
 from bigvocab.models import XMCModel
 from bigvocab.outputs.factory import reference_output, retrieval_forms
 
 #: Metrics a row reports (and the plot draws), and the ranked predictions they read.
 METRICS = ("P@1", "P@5", "recall@10", "PSP@5", "nDCG@5")
 TOP = 10
+#: The key of a checkpoint's per-row P@1 (a string of 0s and 1s, one per held-out row, in order):
+#: what pairs two rows' P@1 on the same held-out rows for the ratio's interval.
+P1_ROWS = "P@1 rows"
 PECOS = "pecos[xr-linear]"
 PECOS_MISSING = "PECOS not installed (pip install 'bigvocab[pecos]', which needs numpy < 2): no XR-Linear row"
 
@@ -110,7 +113,7 @@ class RetrievalRow:
     seconds_per_step: float | None = None
     eval_seconds: float = 0.0
     metrics: dict[str, float] = field(default_factory=dict)
-    curve: list[dict[str, float]] = field(default_factory=list)
+    curve: list[dict[str, Any]] = field(default_factory=list)
 
 
 def retrieval_candidates(patterns: list[str] | None) -> list[Candidate]:
@@ -138,11 +141,29 @@ def make_task(items: int, config: RetrievalConfig) -> tuple[SyntheticXMC, Labell
 
 def evaluate_rows(
     rank: Callable[[LabelledRows], tuple[Tensor, Tensor]], test: LabelledRows, propensities: Tensor
-) -> dict[str, float]:
-    """:data:`METRICS` of ``rank(test)``: (N, TOP) ranked label ids and the (N, T) true labels."""
+) -> dict[str, Any]:
+    """:data:`METRICS` of ``rank(test)`` ((N, TOP) ranked label ids and the (N, T) true labels),
+    and each held-out row's P@1 under :data:`P1_ROWS`."""
     ranked, targets = rank(test)
     metrics = retrieval_metrics(ranked, targets, ks=(1, 5, 10), propensities=propensities)
-    return {name: metrics[name] for name in METRICS}
+    hits = precision_per_row(ranked, targets, 1)
+    return {**{name: metrics[name] for name in METRICS}, P1_ROWS: "".join("1" if hit else "0" for hit in hits.tolist())}
+
+
+def paired_ratio_interval(rows: str, reference_rows: str) -> float | None:
+    """Half-width of the 95% interval of P@1 over the reference's P@1 on the same held-out rows
+    (two :data:`P1_ROWS` strings), by the delta method on the paired differences: with a_i, b_i
+    the rows' hits and r = mean(a) / mean(b), the standard error is sd(a_i - r b_i) / (sqrt(n)
+    mean(b)). None when the strings do not pair (other held-out rows) or the reference has no hit."""
+    if len(rows) != len(reference_rows) or len(rows) < 2:
+        return None
+    a = torch.tensor([row == "1" for row in rows], dtype=torch.float64)
+    b = torch.tensor([row == "1" for row in reference_rows], dtype=torch.float64)
+    if not b.any():
+        return None
+    ratio = a.mean() / b.mean()
+    standard_error = (a - ratio * b).std() / (len(rows) ** 0.5 * b.mean())
+    return 1.96 * float(standard_error)
 
 
 def train_row(
@@ -200,7 +221,7 @@ def train_row(
             break
     row.steps = trainer.step
     row.seconds_per_step = row.train_seconds / row.steps
-    row.metrics = row.curve[-1]
+    row.metrics = {name: row.curve[-1][name] for name in METRICS}
 
 
 def pecos_row(train: LabelledRows, test: LabelledRows, propensities: Tensor, row: RetrievalRow) -> None:
@@ -230,9 +251,10 @@ def pecos_row(train: LabelledRows, test: LabelledRows, propensities: Tensor, row
         return ranked, rows.labels
 
     start = time.perf_counter()
-    row.metrics = evaluate_rows(rank, test, propensities)
+    point = evaluate_rows(rank, test, propensities)
+    row.metrics = {name: point[name] for name in METRICS}
     row.eval_seconds = time.perf_counter() - start
-    row.curve = [{"steps": 0, "train_seconds": row.train_seconds, **row.metrics}]
+    row.curve = [{"steps": 0, "train_seconds": row.train_seconds, **point}]
 
 
 def _pecos_features(rows: LabelledRows):
@@ -432,37 +454,48 @@ def _checkpoint_table(rows: list[dict], base: dict | None, reference: str) -> li
     steps = sorted({int(point["steps"]) for row in trained for point in row["curve"]})
     if not steps:
         return []
-    reference_p1 = {point["steps"]: point["P@1"] for point in base["curve"]} if base else {}
+    reference_points = {point["steps"]: point for point in base["curve"]} if base else {}
     lines = [
-        f"P@1 at each checkpoint (steps; in brackets over {reference}'s P@1 after the same steps):",
+        f"P@1 at each checkpoint (steps; in brackets over {reference}'s P@1 after the same steps, ± the "
+        "95% interval of that ratio, paired over the same held-out rows):",
         "",
         "| approach | " + " | ".join(str(step) for step in steps) + " |",
         "|---" * (len(steps) + 1) + "|",
     ]
     for row in trained:
-        p1 = {point["steps"]: point["P@1"] for point in row["curve"]}
+        points = {point["steps"]: point for point in row["curve"]}
         cells = []
         for step in steps:
-            if step not in p1:
+            point, reference_point = points.get(step), reference_points.get(step)
+            if point is None:
                 cells.append("")
-            elif reference_p1.get(step) and row is not base:
-                cells.append(f"{p1[step]:.3f} ({p1[step] / reference_p1[step]:.3f})")
+            elif reference_point and reference_point["P@1"] and row is not base:
+                cells.append(f"{point['P@1']:.3f} ({_ratio_cell(point, reference_point)})")
             else:
-                cells.append(f"{p1[step]:.3f}")
+                cells.append(f"{point['P@1']:.3f}")
         lines.append(f"| {row['approach']} | " + " | ".join(cells) + " |")
     return lines
 
 
+def _ratio_cell(point: dict, reference_point: dict) -> str:
+    """``"ratio ± half-width"`` of two checkpoints' P@1, the interval where both kept their rows."""
+    ratio = f"{point['P@1'] / reference_point['P@1']:.3f}"
+    if P1_ROWS not in point or P1_ROWS not in reference_point:
+        return ratio
+    half_width = paired_ratio_interval(point[P1_ROWS], reference_point[P1_ROWS])
+    return ratio if half_width is None else f"{ratio} ± {half_width:.3f}"
+
+
 def _ratio_at_reference_steps(row: dict, base: dict | None) -> str:
     """P@1 of ``row`` at the reference's last checkpoint over the reference's P@1 there,
-    ``"ratio (at N steps)"``; "-" when either lacks that point."""
+    ``"ratio ± half-width (at N steps)"`` (:func:`_ratio_cell`); "-" when either lacks that point."""
     if base is None or not base["metrics"]["P@1"]:
         return "-"
     steps = base["steps"]
     point = next((p for p in row["curve"] if p["steps"] == steps), None)
     if point is None:
         return "-"
-    return f"{point['P@1'] / base['metrics']['P@1']:.3f} (at {steps})"
+    return f"{_ratio_cell(point, base['curve'][-1])} (at {steps})"
 
 
 def write_plot(results: dict, path: Path) -> Path | None:
