@@ -132,4 +132,7 @@ def test_the_retrieval_flags_reach_its_config():
     config = config_from_args(parser.parse_args(flags.split()))
     assert (config.item_counts, config.rows) == ([1_000_000], ["full", "sampled*"])
     assert (config.reference_budget_seconds, config.jobs, config.threads, config.batch_size) == (1700, 2, 3, 512)
-    assert config_from_args(parser.parse_args([])).threads == 1
+    default = config_from_args(parser.parse_args([]))
+    assert default.threads == 1
+    # another batch keeps the examples seen: twice the steps of half the batch
+    assert config.steps * config.batch_size == default.steps * default.batch_size and config.steps == 1200

@@ -535,10 +535,13 @@ def _log(stream: TextIO | None, line: str) -> None:
 def config_from_args(args) -> RetrievalConfig:
     """The bench flags that apply: ``--vocab-sizes`` (item counts), ``--hidden``, ``--batch``,
     ``--seed``, ``--outputs`` (row labels or patterns), ``--out``, ``--reference-budget``,
-    ``--jobs``, ``--threads``."""
+    ``--jobs``, ``--threads``. Another ``--batch`` keeps the examples each row sees, and so the
+    epochs: the steps scale by the default batch over it."""
     config = RetrievalConfig(out=Path(getattr(args, "out", None) or "bench-out/retrieval"))
     if getattr(args, "vocab_sizes", None) is not None:
         config.item_counts = list(parse_sizes(args.vocab_sizes))
+    if getattr(args, "batch", None) is not None:
+        config.steps = max(1, round(config.steps * config.batch_size / args.batch))
     for name, key in (
         ("hidden", "hidden"),
         ("batch", "batch_size"),
